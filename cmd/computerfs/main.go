@@ -1,0 +1,206 @@
+// Command computerfs mounts and manages computerfs workspaces.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs"
+)
+
+const usage = `computerfs: a durable workspace file system for agents
+
+Usage:
+  computerfs mount [flags] --store DIR MOUNTPOINT   mount the workspace kept in DIR
+  computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
+  computerfs bench [flags] NAME=DIR...              benchmark directories against each other
+  computerfs help                                   this text
+
+Run 'computerfs COMMAND -h' for a command's flags.
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "computerfs:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{2, errors.New("no command given")}
+	}
+	switch args[0] {
+	case "mount":
+		return cmdMount(args[1:], stderr)
+	case "unmount", "umount":
+		return cmdUnmount(args[1:], stderr)
+	case "bench":
+		return cmdBench(args[1:], stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return &exitError{2, fmt.Errorf("unknown command %q", args[0])}
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("mount MNT --store DIR" as well as "mount --store DIR MNT").
+func parseInterleaved(fset *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fset.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fset.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	o := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+func cmdMount(args []string, stderr io.Writer) error {
+	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	store := fset.String("store", "", "store directory (created if missing)")
+	background := fset.Bool("background", false, "run as a daemon; return once the mount answers")
+	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
+	cacheMiB := fset.Int64("cache-size", 32, "Pebble block cache size in MiB")
+	debug := fset.Bool("debug", false, "log every FUSE request")
+	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
+	format := fset.String("log-format", "text", "log format: text or json")
+	logFile := fset.String("log-file", "", "with --background, the daemon's log file (default STORE/daemon.log)")
+	readyFD := fset.Int("ready-fd", -1, "internal: file descriptor to report readiness on")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *store == "" {
+		fset.Usage()
+		return &exitError{2, errors.New("mount needs --store DIR and one MOUNTPOINT")}
+	}
+	if *cacheMiB <= 0 {
+		return &exitError{2, fmt.Errorf("--cache-size must be positive, not %d", *cacheMiB)}
+	}
+	if *background {
+		return daemonize(args, *store, *logFile)
+	}
+	log, err := newLogger(stderr, *level, *format)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	ready := readyReporter(*readyFD)
+	ws, err := computerfs.Mount(computerfs.MountOptions{
+		Store: *store, Mountpoint: pos[0], Private: *private,
+		CacheSize: *cacheMiB << 20, Debug: *debug, Logger: log,
+	})
+	if err != nil {
+		ready(err)
+		return err
+	}
+	ready(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		log.Info("signal received; unmounting", "signal", s.String())
+		if err := ws.Unmount(); err != nil {
+			log.Error("unmount failed", "err", err)
+		}
+	}()
+	return ws.Wait()
+}
+
+// readyReporter returns the function a background daemon calls once the
+// mount answers (or failed): it writes "ok" or the error to the pipe its
+// parent waits on.
+func readyReporter(fd int) func(error) {
+	if fd < 0 {
+		return func(error) {}
+	}
+	f := os.NewFile(uintptr(fd), "ready")
+	return func(err error) {
+		msg := "ok\n"
+		if err != nil {
+			msg = err.Error() + "\n"
+		}
+		f.WriteString(msg)
+		f.Close()
+	}
+}
+
+func cmdUnmount(args []string, stderr io.Writer) error {
+	fset := flag.NewFlagSet("unmount", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	timeout := fset.Duration("timeout", 30*time.Second, "how long to wait for the daemon to close its store")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &exitError{2, errors.New("unmount needs one MOUNTPOINT")}
+	}
+	return computerfs.Unmount(pos[0], *timeout)
+}
+
+func stripFlag(args []string, name string) []string {
+	out := args[:0:0]
+	for _, a := range args {
+		if a == "-"+name || a == "--"+name || strings.HasPrefix(a, "--"+name+"=") || strings.HasPrefix(a, "-"+name+"=") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

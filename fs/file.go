@@ -1,0 +1,201 @@
+package fs
+
+import (
+	"strings"
+	"syscall"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+func (f *FS) newHandle(ino uint64, flags uint32) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextFh++
+	f.handles[f.nextFh] = &handle{ino: ino, flags: flags}
+	return f.nextFh
+}
+
+func (f *FS) handle(fh uint64) *handle {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.handles[fh]
+}
+
+func (f *FS) dropHandle(fh uint64) {
+	f.mu.Lock()
+	delete(f.handles, fh)
+	f.mu.Unlock()
+}
+
+// openFlags chooses the kernel caching for an open of a file with
+// attributes a.
+func openFlags(a *kv.Attr, flags uint32) uint32 {
+	var out uint32 = fuse.FOPEN_KEEP_CACHE
+	if flags&syscall.O_ACCMODE != syscall.O_WRONLY && kv.NeedsAtime(a) {
+		// The first read must reach us to update the access time.
+		out = 0
+	}
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		out |= fuse.FOPEN_NOFLUSH // nothing to flush on close
+	}
+	return out
+}
+
+// Open implements OPEN.
+func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	a, err := f.store.GetAttr(in.NodeId)
+	if err != nil {
+		return f.status("open", err)
+	}
+	if a.IsDir() {
+		return fuse.EISDIR
+	}
+	if in.Flags&syscall.O_TRUNC != 0 && in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY && a.Size > 0 {
+		if a, err = f.store.SetAttr(in.NodeId, kv.SetAttrRequest{Valid: kv.SetSize}); err != nil {
+			return f.status("open", err)
+		}
+	}
+	out.Fh = f.newHandle(in.NodeId, in.Flags)
+	out.OpenFlags = openFlags(&a, in.Flags)
+	return fuse.OK
+}
+
+// Create implements CREATE: a new regular file, opened.
+func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	mode := in.Mode&^kv.S_IFMT | kv.S_IFREG
+	a, err := f.store.Create(in.NodeId, name, kv.NewInode{Mode: mode, Uid: in.Uid, Gid: in.Gid})
+	if err != nil {
+		return f.status("create", err)
+	}
+	f.fillEntry(&a, &out.EntryOut)
+	out.Fh = f.newHandle(a.Ino, in.Flags)
+	out.OpenFlags = fuse.FOPEN_KEEP_CACHE
+	return fuse.OK
+}
+
+// Read implements READ.
+func (f *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	n, a, err := f.store.Read(in.NodeId, int64(in.Offset), buf[:min(len(buf), int(in.Size))])
+	if err != nil {
+		return nil, f.status("read", err)
+	}
+	if kv.NeedsAtime(&a) {
+		if err := f.store.TouchAtime(in.NodeId); err != nil {
+			return nil, f.status("read", err)
+		}
+	}
+	return fuse.ReadResultData(buf[:n]), fuse.OK
+}
+
+// Write implements WRITE.
+func (f *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	if _, err := f.store.Write(in.NodeId, int64(in.Offset), data); err != nil {
+		return 0, f.status("write", err)
+	}
+	if h := f.handle(in.Fh); h != nil {
+		h.mu.Lock()
+		h.wrote = true
+		h.mu.Unlock()
+	}
+	return uint32(len(data)), fuse.OK
+}
+
+// Flush implements FLUSH, sent at each close(2) of a writable file: what
+// was written reaches the operating system before close returns.
+func (f *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	h := f.handle(in.Fh)
+	if h == nil {
+		return fuse.OK
+	}
+	h.mu.Lock()
+	wrote := h.wrote
+	h.wrote = false
+	h.mu.Unlock()
+	if wrote {
+		return f.status("flush", f.store.Flush())
+	}
+	return fuse.OK
+}
+
+// Release implements RELEASE.
+func (f *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) { f.dropHandle(in.Fh) }
+
+// Fsync implements FSYNC (fsync and fdatasync alike).
+func (f *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return f.status("fsync", f.store.Sync())
+}
+
+// Fallocate implements FALLOCATE.
+func (f *FS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	_, err := f.store.Fallocate(in.NodeId, in.Mode, int64(in.Offset), int64(in.Length))
+	return f.status("fallocate", err)
+}
+
+// Lseek implements LSEEK for SEEK_DATA and SEEK_HOLE (the kernel handles
+// the other whence values itself).
+func (f *FS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+	if in.Whence != kv.SeekData && in.Whence != kv.SeekHole {
+		return fuse.EINVAL
+	}
+	off, err := f.store.SeekData(in.NodeId, int64(in.Offset), int(in.Whence))
+	if err != nil {
+		return f.status("lseek", err)
+	}
+	out.Offset = uint64(off)
+	return fuse.OK
+}
+
+// GetXAttr implements GETXATTR.
+func (f *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
+	if strings.HasPrefix(name, "system.posix_acl_") {
+		return 0, fuse.Status(syscall.EOPNOTSUPP)
+	}
+	v, err := f.store.GetXattr(h.NodeId, name)
+	if err != nil {
+		return 0, f.status("getxattr", err)
+	}
+	if len(dest) == 0 {
+		return uint32(len(v)), fuse.OK
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), fuse.ERANGE
+	}
+	return uint32(copy(dest, v)), fuse.OK
+}
+
+// ListXAttr implements LISTXATTR.
+func (f *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	names, err := f.store.ListXattr(h.NodeId)
+	if err != nil {
+		return 0, f.status("listxattr", err)
+	}
+	size := 0
+	for _, n := range names {
+		size += len(n) + 1
+	}
+	if len(dest) == 0 {
+		return uint32(size), fuse.OK
+	}
+	if len(dest) < size {
+		return uint32(size), fuse.ERANGE
+	}
+	b := dest[:0]
+	for _, n := range names {
+		b = append(append(b, n...), 0)
+	}
+	return uint32(size), fuse.OK
+}
+
+// SetXAttr implements SETXATTR.
+func (f *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
+	if strings.HasPrefix(name, "system.") {
+		return fuse.Status(syscall.EOPNOTSUPP)
+	}
+	return f.status("setxattr", f.store.SetXattr(in.NodeId, name, data, in.Flags))
+}
+
+// RemoveXAttr implements REMOVEXATTR.
+func (f *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return f.status("removexattr", f.store.RemoveXattr(h.NodeId, name))
+}

@@ -1,0 +1,281 @@
+package fs
+
+import (
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Config tunes the server. The zero value is usable.
+type Config struct {
+	// EntryTimeout is how long the kernel may cache names and attributes
+	// (default 60 s).
+	EntryTimeout time.Duration
+	// Logger gets unexpected errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ioBlockSize is st_blksize: the I/O size that cp, cat and friends use.
+const ioBlockSize = 1 << 20
+
+// FS is the FUSE file system of one store.
+type FS struct {
+	fuse.RawFileSystem
+	store   *kv.Store
+	log     *slog.Logger
+	timeout time.Duration
+
+	mu      sync.Mutex
+	lookups map[uint64]uint64 // kernel lookup counts, absent when zero
+	handles map[uint64]*handle
+	nextFh  uint64
+
+	server *fuse.Server
+}
+
+// handle is an open file or directory.
+type handle struct {
+	ino   uint64
+	flags uint32
+	mu    sync.Mutex // guards the fields below
+	wrote bool
+	// directory streams: the offset the next entry gets and the name of the
+	// last entry returned, so a READDIR at that offset resumes after it.
+	nextOff  uint64
+	lastName string
+}
+
+// New returns the file system for store.
+func New(store *kv.Store, cfg Config) *FS {
+	if cfg.EntryTimeout <= 0 {
+		cfg.EntryTimeout = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	f := &FS{
+		RawFileSystem: fuse.NewDefaultRawFileSystem(),
+		store:         store,
+		log:           cfg.Logger,
+		timeout:       cfg.EntryTimeout,
+		lookups:       make(map[uint64]uint64),
+		handles:       make(map[uint64]*handle),
+	}
+	store.SetInUse(f.inUse)
+	return f
+}
+
+func (f *FS) String() string { return "computerfs" }
+
+// Init is called by go-fuse once the kernel has answered INIT.
+func (f *FS) Init(s *fuse.Server) { f.server = s }
+
+func (f *FS) inUse(ino uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lookups[ino] > 0
+}
+
+// status maps a store error to a FUSE status, logging unexpected ones.
+func (f *FS) status(op string, err error) fuse.Status {
+	if err == nil {
+		return fuse.OK
+	}
+	errno := kv.Errno(err)
+	if errno == syscall.EIO {
+		f.log.Error("fuse: "+op+" failed", "err", err)
+	}
+	return fuse.Status(errno)
+}
+
+func (f *FS) fillAttr(a *kv.Attr, out *fuse.Attr) {
+	*out = fuse.Attr{
+		Ino: a.Ino, Size: a.Size, Blocks: a.Blocks,
+		Atime: uint64(a.Atime / 1e9), Atimensec: uint32(a.Atime % 1e9),
+		Mtime: uint64(a.Mtime / 1e9), Mtimensec: uint32(a.Mtime % 1e9),
+		Ctime: uint64(a.Ctime / 1e9), Ctimensec: uint32(a.Ctime % 1e9),
+		Mode: a.Mode, Nlink: a.Nlink, Owner: fuse.Owner{Uid: a.Uid, Gid: a.Gid},
+		Rdev: a.Rdev, Blksize: ioBlockSize,
+	}
+}
+
+// fillEntry answers a request that gives the kernel a new reference to an
+// inode, and counts that reference.
+func (f *FS) fillEntry(a *kv.Attr, out *fuse.EntryOut) {
+	f.mu.Lock()
+	f.lookups[a.Ino]++
+	f.mu.Unlock()
+	out.NodeId = a.Ino
+	out.Generation = 0 // inode numbers are never reused
+	out.SetEntryTimeout(f.timeout)
+	out.SetAttrTimeout(f.timeout)
+	f.fillAttr(a, &out.Attr)
+}
+
+func (f *FS) fillAttrOut(a *kv.Attr, out *fuse.AttrOut) {
+	out.SetTimeout(f.timeout)
+	f.fillAttr(a, &out.Attr)
+}
+
+// Lookup implements LOOKUP.
+func (f *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := f.store.Lookup(h.NodeId, name)
+	if err == kv.ErrNotFound {
+		// A negative entry: the kernel remembers that name does not exist.
+		out.NodeId = 0
+		out.SetEntryTimeout(f.timeout)
+		return fuse.ENOENT
+	}
+	if err != nil {
+		return f.status("lookup", err)
+	}
+	f.fillEntry(&a, out)
+	return fuse.OK
+}
+
+// Forget implements FORGET: the kernel dropped n references to ino.
+func (f *FS) Forget(ino, n uint64) {
+	f.mu.Lock()
+	left := f.lookups[ino] - min(n, f.lookups[ino])
+	if left == 0 {
+		delete(f.lookups, ino)
+	} else {
+		f.lookups[ino] = left
+	}
+	f.mu.Unlock()
+	if left == 0 {
+		if err := f.store.Forget(ino); err != nil {
+			f.log.Error("fuse: forget failed", "ino", ino, "err", err)
+		}
+	}
+}
+
+// GetAttr implements GETATTR.
+func (f *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	a, err := f.store.GetAttr(in.NodeId)
+	if err != nil {
+		return f.status("getattr", err)
+	}
+	f.fillAttrOut(&a, out)
+	return fuse.OK
+}
+
+// SetAttr implements SETATTR (chmod, chown, truncate, utimens). The kernel
+// has checked permissions (default_permissions) and, for writes and chown by
+// unprivileged users, asks here to clear setuid and setgid bits.
+func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	var req kv.SetAttrRequest
+	v := in.Valid
+	if v&fuse.FATTR_MODE != 0 {
+		req.Valid |= kv.SetMode
+		req.Mode = in.Mode
+	}
+	if v&fuse.FATTR_UID != 0 {
+		req.Valid |= kv.SetUid
+		req.Uid = in.Uid
+	}
+	if v&fuse.FATTR_GID != 0 {
+		req.Valid |= kv.SetGid
+		req.Gid = in.Gid
+	}
+	if v&fuse.FATTR_SIZE != 0 {
+		req.Valid |= kv.SetSize
+		req.Size = in.Size
+	}
+	if v&fuse.FATTR_ATIME_NOW != 0 {
+		req.Valid |= kv.SetAtimeNow
+	} else if v&fuse.FATTR_ATIME != 0 {
+		req.Valid |= kv.SetAtime
+		req.Atime = int64(in.Atime)*1e9 + int64(in.Atimensec)
+	}
+	if v&fuse.FATTR_MTIME_NOW != 0 {
+		req.Valid |= kv.SetMtimeNow
+	} else if v&fuse.FATTR_MTIME != 0 {
+		req.Valid |= kv.SetMtime
+		req.Mtime = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
+	}
+	if v&fuse.FATTR_CTIME != 0 {
+		req.Valid |= kv.SetCtime
+		req.Ctime = int64(in.Ctime)*1e9 + int64(in.Ctimensec)
+	}
+	a, err := f.store.SetAttr(in.NodeId, req)
+	if err != nil {
+		return f.status("setattr", err)
+	}
+	f.fillAttrOut(&a, out)
+	return fuse.OK
+}
+
+func (f *FS) create(parent uint64, name string, n kv.NewInode, out *fuse.EntryOut) fuse.Status {
+	a, err := f.store.Create(parent, name, n)
+	if err != nil {
+		return f.status("create", err)
+	}
+	f.fillEntry(&a, out)
+	return fuse.OK
+}
+
+// Mknod implements MKNOD (regular files, fifos, sockets and device nodes).
+func (f *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	return f.create(in.NodeId, name, kv.NewInode{Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Rdev: in.Rdev}, out)
+}
+
+// Mkdir implements MKDIR.
+func (f *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	mode := in.Mode&^kv.S_IFMT | kv.S_IFDIR
+	return f.create(in.NodeId, name, kv.NewInode{Mode: mode, Uid: in.Uid, Gid: in.Gid}, out)
+}
+
+// Symlink implements SYMLINK.
+func (f *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+	return f.create(h.NodeId, name, kv.NewInode{Mode: kv.S_IFLNK | 0o777, Uid: h.Uid, Gid: h.Gid, Target: target}, out)
+}
+
+// Readlink implements READLINK.
+func (f *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	t, err := f.store.Readlink(h.NodeId)
+	if err != nil {
+		return nil, f.status("readlink", err)
+	}
+	return []byte(t), fuse.OK
+}
+
+// Link implements LINK.
+func (f *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := f.store.Link(in.Oldnodeid, in.NodeId, name)
+	if err != nil {
+		return f.status("link", err)
+	}
+	f.fillEntry(&a, out)
+	return fuse.OK
+}
+
+// Unlink implements UNLINK.
+func (f *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return f.status("unlink", f.store.Unlink(h.NodeId, name))
+}
+
+// Rmdir implements RMDIR.
+func (f *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return f.status("rmdir", f.store.Rmdir(h.NodeId, name))
+}
+
+// Rename implements RENAME and RENAME2.
+func (f *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	return f.status("rename", f.store.Rename(in.NodeId, oldName, in.Newdir, newName, in.Flags))
+}
+
+// StatFs implements STATFS.
+func (f *FS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	st, err := f.store.StatFs()
+	if err != nil {
+		return f.status("statfs", err)
+	}
+	*out = fuse.StatfsOut{Blocks: st.Blocks, Bfree: st.Bfree, Bavail: st.Bavail, Files: st.Files,
+		Ffree: st.Ffree, Bsize: st.Bsize, NameLen: st.NameLen, Frsize: st.Bsize}
+	return fuse.OK
+}

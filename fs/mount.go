@@ -1,0 +1,122 @@
+package fs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// MountOptions configure Mount.
+type MountOptions struct {
+	Config
+	// Private limits the mount to the mounting user; by default every user
+	// on the host may use it, with the kernel checking permissions.
+	Private bool
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+// Mount serves store at mountpoint and returns once the kernel has the
+// mount. The caller runs (*fuse.Server).Wait and unmounts with Unmount.
+func Mount(store *kv.Store, mountpoint string, opts MountOptions) (*fuse.Server, error) {
+	if err := checkMountpoint(mountpoint); err != nil {
+		return nil, err
+	}
+	fsys := New(store, opts.Config)
+	mo := &fuse.MountOptions{
+		AllowOther:        !opts.Private,
+		Options:           []string{"default_permissions"},
+		FsName:            "computerfs:" + store.Dir(),
+		Name:              "computerfs",
+		MaxWrite:          1 << 20,
+		MaxReadAhead:      1 << 20,
+		MaxBackground:     64,
+		DirectMount:       true, // mount(2) as root; fusermount otherwise
+		Debug:             opts.Debug,
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+	}
+	srv, err := fuse.NewServer(fsys, mountpoint, mo)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	return srv, nil
+}
+
+// checkMountpoint gives clear errors for a mount point that is missing, not
+// a directory or already a mount.
+func checkMountpoint(mp string) error {
+	st, err := os.Stat(mp)
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w", mp, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("mount point %s is not a directory", mp)
+	}
+	mounted, err := IsMounted(mp)
+	if err != nil {
+		return err
+	}
+	if mounted {
+		return fmt.Errorf("mount point %s is busy: something is already mounted there", mp)
+	}
+	return nil
+}
+
+// IsMounted reports whether a file system is mounted exactly at dir.
+func IsMounted(dir string) (bool, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false, err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 4 && unescapeMountPath(fields[4]) == abs {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unescapeMountPath undoes the octal escapes of /proc/self/mountinfo.
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range s[i+1 : i+4] {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + byte(c-'0')
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

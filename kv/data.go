@@ -1,0 +1,409 @@
+package kv
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// SetAttr valid bits: which fields of a SetAttrRequest to apply.
+const (
+	SetMode = 1 << iota
+	SetUid
+	SetGid
+	SetSize
+	SetAtime // to Atime, or to now with SetAtimeNow
+	SetMtime // to Mtime, or to now with SetMtimeNow
+	SetAtimeNow
+	SetMtimeNow
+	SetCtime
+)
+
+// SetAttrRequest changes some of an inode's attributes (chmod, chown,
+// truncate, utimens). The caller has checked permissions; ctime is always
+// updated, and mtime too when the size changes.
+type SetAttrRequest struct {
+	Valid        uint32
+	Mode         uint32 // permission bits only; the type is kept
+	Uid, Gid     uint32
+	Size         uint64
+	Atime, Mtime int64
+	Ctime        int64
+}
+
+// blocksFor is the number of 512-byte blocks that n stored bytes occupy,
+// counted in 4 KiB pages as local file systems do.
+func blocksFor(n uint64) uint64 { return (n + 4095) / 4096 * 8 }
+
+// Write writes data at off, extending the file as needed, and returns the
+// new attributes.
+func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
+	if off < 0 {
+		return Attr{}, ErrInvalid
+	}
+	end := uint64(off) + uint64(len(data))
+	if end > MaxFileSize {
+		return Attr{}, ErrFileTooLarge
+	}
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	if a.IsDir() {
+		return Attr{}, ErrIsDir
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for pos := uint64(off); pos < end; {
+		ci := pos / ChunkSize
+		start := ci * ChunkSize
+		within := pos - start
+		n := min(ChunkSize-within, end-pos)
+		src := data[pos-uint64(off) : pos-uint64(off)+n]
+		var old []byte
+		if start < a.Size { // chunks wholly past the end of the file do not exist
+			if old, err = s.get(chunkKey(ino, ci)); err != nil && err != ErrNotFound {
+				return Attr{}, err
+			}
+		}
+		chunk := src
+		if within != 0 || uint64(len(old)) > n {
+			chunk = make([]byte, max(uint64(len(old)), within+n))
+			copy(chunk, old)
+			copy(chunk[within:], src)
+		}
+		a.Blocks += blocksFor(uint64(len(chunk))) - blocksFor(uint64(len(old)))
+		b.Set(chunkKey(ino, ci), chunk, nil)
+		pos += n
+	}
+	ts := now()
+	a.Size = max(a.Size, end)
+	a.Mtime, a.Ctime = ts, ts
+	b.Set(attrKey(ino), a.encode(), nil)
+	return a, s.commit(b)
+}
+
+// Read reads from off into dst and returns the number of bytes read (short
+// only at the end of the file) and the attributes it read with.
+func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return 0, a, err
+	}
+	if a.IsDir() {
+		return 0, a, ErrIsDir
+	}
+	if off < 0 {
+		return 0, a, ErrInvalid
+	}
+	if uint64(off) >= a.Size || len(dst) == 0 {
+		return 0, a, nil
+	}
+	end := min(a.Size, uint64(off)+uint64(len(dst)))
+	n := int(end - uint64(off))
+	clear(dst[:n])
+	first, last := uint64(off)/ChunkSize, (end-1)/ChunkSize
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, first), UpperBound: chunkKey(ino, last+1)})
+	if err != nil {
+		return 0, a, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		ci := chunkIndex(it.Key())
+		v := it.Value()
+		start := ci * ChunkSize
+		// Copy the overlap of [start, start+len(v)) and [off, end).
+		lo, hi := max(start, uint64(off)), min(start+uint64(len(v)), end)
+		if lo < hi {
+			copy(dst[lo-uint64(off):hi-uint64(off)], v[lo-start:hi-start])
+		}
+	}
+	return n, a, it.Close()
+}
+
+func chunkIndex(key []byte) uint64 {
+	var ci uint64
+	for _, c := range key[len(key)-8:] {
+		ci = ci<<8 | uint64(c)
+	}
+	return ci
+}
+
+// NeedsAtime tells whether reading an inode with attributes a should update
+// its access time, by the relatime rule: the access time is older than the
+// modification or change time, or more than a day old.
+func NeedsAtime(a *Attr) bool {
+	return a.Atime <= a.Mtime || a.Atime <= a.Ctime || now()-a.Atime > 24*3600*1e9
+}
+
+// TouchAtime sets the access time to now if NeedsAtime says so.
+func (s *Store) TouchAtime(ino uint64) error {
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.GetAttr(ino)
+	if err != nil || !NeedsAtime(&a) {
+		return err
+	}
+	a.Atime = now()
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(attrKey(ino), a.encode(), nil)
+	return s.commit(b)
+}
+
+// SetAttr applies req to ino and returns the new attributes.
+func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	ts := now()
+	if req.Valid&SetMode != 0 {
+		a.Mode = a.Mode&S_IFMT | req.Mode&^S_IFMT
+	}
+	if req.Valid&SetUid != 0 {
+		a.Uid = req.Uid
+	}
+	if req.Valid&SetGid != 0 {
+		a.Gid = req.Gid
+	}
+	if req.Valid&SetSize != 0 {
+		if a.IsDir() {
+			return Attr{}, ErrIsDir
+		}
+		if !a.IsRegular() {
+			return Attr{}, ErrInvalid
+		}
+		if req.Size > MaxFileSize {
+			return Attr{}, ErrFileTooLarge
+		}
+		if err := s.truncate(b, &a, req.Size); err != nil {
+			return Attr{}, err
+		}
+		a.Mtime = ts
+	}
+	switch {
+	case req.Valid&SetAtimeNow != 0:
+		a.Atime = ts
+	case req.Valid&SetAtime != 0:
+		a.Atime = req.Atime
+	}
+	switch {
+	case req.Valid&SetMtimeNow != 0:
+		a.Mtime = ts
+	case req.Valid&SetMtime != 0:
+		a.Mtime = req.Mtime
+	}
+	a.Ctime = ts
+	if req.Valid&SetCtime != 0 {
+		a.Ctime = req.Ctime
+	}
+	b.Set(attrKey(ino), a.encode(), nil)
+	return a, s.commit(b)
+}
+
+// truncate changes a's size to size, dropping the data past it so that a
+// later extension reads zeros.
+func (s *Store) truncate(b *pebble.Batch, a *Attr, size uint64) error {
+	if size >= a.Size {
+		a.Size = size
+		return nil
+	}
+	keep := (size + ChunkSize - 1) / ChunkSize // chunks [0, keep) stay
+	freed, err := s.zeroRange(b, a.Ino, keep, (a.Size+ChunkSize-1)/ChunkSize)
+	if err != nil {
+		return err
+	}
+	a.Blocks -= min(a.Blocks, freed)
+	if tail := size % ChunkSize; tail != 0 {
+		ci := size / ChunkSize
+		old, err := s.get(chunkKey(a.Ino, ci))
+		if err != nil && err != ErrNotFound {
+			return err
+		}
+		if uint64(len(old)) > tail {
+			b.Set(chunkKey(a.Ino, ci), old[:tail], nil)
+			a.Blocks -= min(a.Blocks, blocksFor(uint64(len(old)))-blocksFor(tail))
+		}
+	}
+	if size == 0 {
+		a.Blocks = 0
+	}
+	a.Size = size
+	return nil
+}
+
+// exactBlocksLimit is the largest number of chunks whose stored sizes
+// zeroRange adds up exactly; past it, it assumes full chunks (this affects
+// only st_blocks, and only for huge sparse files).
+const exactBlocksLimit = 1024
+
+// zeroRange deletes chunks [from, to) of ino and returns the number of
+// blocks they held.
+func (s *Store) zeroRange(b *pebble.Batch, ino, from, to uint64) (uint64, error) {
+	if from >= to {
+		return 0, nil
+	}
+	var freed uint64
+	if to-from <= exactBlocksLimit {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, from), UpperBound: chunkKey(ino, to)})
+		if err != nil {
+			return 0, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			lv := it.LazyValue()
+			freed += blocksFor(uint64(lv.Len()))
+		}
+		if err := it.Close(); err != nil {
+			return 0, err
+		}
+	} else {
+		freed = (to - from) * blocksFor(ChunkSize)
+	}
+	b.DeleteRange(chunkKey(ino, from), chunkKey(ino, to), nil)
+	return freed, nil
+}
+
+// Fallocate modes, with Linux's values.
+const (
+	FallocKeepSize  = 0x01
+	FallocPunchHole = 0x02
+	FallocZeroRange = 0x10
+)
+
+// Fallocate implements fallocate(2) for mode 0 (extend the size; space is
+// not reserved ahead), FallocKeepSize, FallocPunchHole|FallocKeepSize and
+// FallocZeroRange (optionally with FallocKeepSize).
+func (s *Store) Fallocate(ino uint64, mode uint32, off, length int64) (Attr, error) {
+	if off < 0 || length <= 0 {
+		return Attr{}, ErrInvalid
+	}
+	end := uint64(off) + uint64(length)
+	if end > MaxFileSize {
+		return Attr{}, ErrFileTooLarge
+	}
+	switch mode {
+	case 0, FallocKeepSize, FallocPunchHole | FallocKeepSize, FallocZeroRange, FallocZeroRange | FallocKeepSize:
+	case FallocPunchHole:
+		return Attr{}, ErrNotSupported // punching requires KEEP_SIZE
+	default:
+		return Attr{}, ErrNotSupported
+	}
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	if a.IsDir() {
+		return Attr{}, ErrIsDir
+	}
+	if !a.IsRegular() {
+		return Attr{}, ErrNotSupported
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if mode&(FallocPunchHole|FallocZeroRange) != 0 {
+		if err := s.zeroBytes(b, &a, uint64(off), min(end, a.Size)); err != nil {
+			return Attr{}, err
+		}
+		a.Mtime = now()
+	}
+	if mode&FallocKeepSize == 0 && end > a.Size {
+		a.Size = end
+	}
+	a.Ctime = now()
+	b.Set(attrKey(ino), a.encode(), nil)
+	return a, s.commit(b)
+}
+
+// zeroBytes makes [from, to) read as zeros: whole chunks are deleted, the
+// partial chunks at either end are zeroed in place.
+func (s *Store) zeroBytes(b *pebble.Batch, a *Attr, from, to uint64) error {
+	if from >= to {
+		return nil
+	}
+	firstWhole := (from + ChunkSize - 1) / ChunkSize
+	endWhole := to / ChunkSize
+	if firstWhole < endWhole {
+		freed, err := s.zeroRange(b, a.Ino, firstWhole, endWhole)
+		if err != nil {
+			return err
+		}
+		a.Blocks -= min(a.Blocks, freed)
+	}
+	zeroPart := func(ci, lo, hi uint64) error { // zero [lo, hi) of chunk ci
+		old, err := s.get(chunkKey(a.Ino, ci))
+		if err == ErrNotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		hi = min(hi, uint64(len(old)))
+		if lo < hi {
+			clear(old[lo:hi])
+			b.Set(chunkKey(a.Ino, ci), old, nil)
+		}
+		return nil
+	}
+	headChunk, tailChunk := from/ChunkSize, to/ChunkSize
+	if from%ChunkSize != 0 { // the partial chunk at the start
+		hi := min(to, (headChunk+1)*ChunkSize) - headChunk*ChunkSize
+		if err := zeroPart(headChunk, from%ChunkSize, hi); err != nil {
+			return err
+		}
+	}
+	if to%ChunkSize != 0 && (from%ChunkSize == 0 || tailChunk != headChunk) { // at the end
+		if err := zeroPart(tailChunk, 0, to%ChunkSize); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Seek whence values for SeekData.
+const (
+	SeekData = 3
+	SeekHole = 4
+)
+
+// SeekData implements lseek's SEEK_DATA and SEEK_HOLE at chunk granularity:
+// a chunk that is stored counts as data, a missing one as a hole.
+func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 || uint64(off) >= a.Size {
+		return 0, &Error{"no such device or address", 6} // ENXIO
+	}
+	ci := uint64(off) / ChunkSize
+	lastChunk := (a.Size - 1) / ChunkSize
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, ci), UpperBound: chunkKey(ino, lastChunk+1)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if whence == SeekData {
+		if !it.First() {
+			return 0, &Error{"no such device or address", 6}
+		}
+		return max(off, int64(chunkIndex(it.Key())*ChunkSize)), nil
+	}
+	// SeekHole: the first chunk index >= ci that is missing, or the end.
+	want := ci
+	for it.First(); it.Valid(); it.Next() {
+		if chunkIndex(it.Key()) != want {
+			break
+		}
+		want++
+	}
+	if want > lastChunk {
+		return int64(a.Size), nil
+	}
+	return max(off, int64(want*ChunkSize)), nil
+}

@@ -1,0 +1,80 @@
+package kv
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// durableFS wraps the disk file system Pebble writes to. For write-ahead
+// log files it turns Sync into a no-op unless a caller has asked for stable
+// storage (hard > 0). Pebble's log writer writes its buffered block to the
+// file before it calls Sync, so a "sync" commit through this wrapper always
+// hands the log to the operating system (surviving a daemon crash) and
+// reaches the disk only when asked to (surviving a power loss).
+//
+// Why this is safe: a hard sync raises hard before it queues its commit, and
+// Pebble answers a queued commit only with a Sync call made after it was
+// queued, so that call sees hard > 0. Closing a log file (log rotation)
+// always syncs it, so every log but the newest is complete on disk; only
+// the newest can have a torn tail, which recovery tolerates.
+type durableFS struct {
+	vfs.FS
+	hard atomic.Int32
+}
+
+func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
+
+func (d *durableFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !isWAL(name) {
+		return f, err
+	}
+	return &walFile{File: f, fs: d}, nil
+}
+
+func (d *durableFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := d.FS.Create(name, c)
+	return d.wrap(name, f, err)
+}
+
+func (d *durableFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := d.FS.ReuseForWrite(old, name, c)
+	return d.wrap(name, f, err)
+}
+
+func (d *durableFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := d.FS.OpenReadWrite(name, c, opts...)
+	return d.wrap(name, f, err)
+}
+
+func (d *durableFS) Unwrap() vfs.FS { return d.FS }
+
+type walFile struct {
+	vfs.File
+	fs *durableFS
+}
+
+func (f *walFile) Sync() error {
+	if f.fs.hard.Load() > 0 {
+		return f.File.Sync()
+	}
+	return nil
+}
+
+func (f *walFile) SyncData() error { return f.Sync() }
+
+func (f *walFile) SyncTo(length int64) (bool, error) {
+	if f.fs.hard.Load() > 0 {
+		return f.File.SyncTo(length)
+	}
+	return false, nil
+}
+
+func (f *walFile) Close() error {
+	err := f.File.Sync()
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

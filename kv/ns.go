@@ -1,0 +1,536 @@
+package kv
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Rename flags, with Linux's values.
+const (
+	RenameNoReplace = 1 << 0
+	RenameExchange  = 1 << 1
+	RenameWhiteout  = 1 << 2
+)
+
+// maxLinks is the largest link count, as on ext4.
+const maxLinks = 65000
+
+// NewInode describes an inode to create.
+type NewInode struct {
+	Mode   uint32 // type and permission bits, after the caller's umask
+	Uid    uint32
+	Gid    uint32
+	Rdev   uint32
+	Target string // symlink target
+}
+
+// Dirent is one directory entry.
+type Dirent struct {
+	Name string
+	Ino  uint64
+	Type uint32 // S_IFMT bits
+}
+
+func checkName(name string) error {
+	switch {
+	case name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 || strings.IndexByte(name, 0) >= 0:
+		return ErrInvalid
+	case len(name) > MaxNameLen:
+		return ErrNameTooLong
+	}
+	return nil
+}
+
+// GetAttr returns an inode's attributes.
+func (s *Store) GetAttr(ino uint64) (Attr, error) {
+	v, closer, err := s.db.Get(attrKey(ino))
+	if err == pebble.ErrNotFound {
+		return Attr{}, ErrNotFound
+	}
+	if err != nil {
+		return Attr{}, err
+	}
+	defer closer.Close()
+	return decodeAttr(v)
+}
+
+// LookupIno returns the inode and type that name has in dir.
+func (s *Store) LookupIno(dir uint64, name string) (uint64, uint32, error) {
+	if len(name) > MaxNameLen {
+		return 0, 0, ErrNameTooLong
+	}
+	v, closer, err := s.db.Get(direntKey(dir, name))
+	if err == pebble.ErrNotFound {
+		return 0, 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closer.Close()
+	return decodeDirent(v)
+}
+
+// Lookup returns the attributes of name in dir.
+func (s *Store) Lookup(dir uint64, name string) (Attr, error) {
+	ino, _, err := s.LookupIno(dir, name)
+	if err != nil {
+		return Attr{}, err
+	}
+	return s.GetAttr(ino)
+}
+
+// Readlink returns a symbolic link's target.
+func (s *Store) Readlink(ino uint64) (string, error) {
+	v, err := s.get(linkKey(ino))
+	if err == ErrNotFound {
+		if _, aerr := s.GetAttr(ino); aerr == nil {
+			return "", ErrInvalid // not a symlink
+		}
+	}
+	return string(v), err
+}
+
+// ReadDir calls fn for each entry of dir whose name sorts after `after`
+// ("" starts at the beginning), in name order, until fn returns false. It
+// streams from the store: memory does not grow with the directory.
+func (s *Store) ReadDir(dir uint64, after string, fn func(Dirent) bool) error {
+	prefix := kindPrefix(dir, kindDirent)
+	lower := prefix
+	if after != "" {
+		lower = append(direntKey(dir, after), 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		ino, typ, err := decodeDirent(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if !fn(Dirent{Name: string(it.Key()[len(prefix):]), Ino: ino, Type: typ}) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+func (s *Store) isEmptyDir(dir uint64) (bool, error) {
+	empty := true
+	err := s.ReadDir(dir, "", func(Dirent) bool { empty = false; return false })
+	return empty, err
+}
+
+// Parent returns the directory that holds dir (the root is its own parent).
+func (s *Store) Parent(dir uint64) (uint64, error) {
+	if dir == RootIno {
+		return RootIno, nil
+	}
+	prefix := kindPrefix(dir, kindBackref)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return 0, ErrNotFound
+	}
+	k := it.Key()
+	if len(k) < len(prefix)+8 {
+		return 0, corrupt("back reference key of %d bytes", len(k))
+	}
+	return binary.BigEndian.Uint64(k[len(prefix):]), nil
+}
+
+// Create makes a new inode of any type (file, directory, symlink, device,
+// fifo, socket) named name in dir.
+func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	typ := n.Mode & S_IFMT
+	switch typ {
+	case S_IFREG, S_IFDIR, S_IFLNK, S_IFCHR, S_IFBLK, S_IFIFO, S_IFSOCK:
+	case 0:
+		typ = S_IFREG
+		n.Mode |= S_IFREG
+	default:
+		return Attr{}, ErrInvalid
+	}
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	unlock := s.lockInodes(dir)
+	defer unlock()
+	t := s.newTxn()
+	defer t.close()
+	p, err := t.dir(dir)
+	if err != nil {
+		return Attr{}, err
+	}
+	if p.Nlink == 0 {
+		return Attr{}, ErrNotFound // creating in a removed directory
+	}
+	if _, _, err := s.LookupIno(dir, name); err == nil {
+		return Attr{}, ErrExist
+	} else if err != ErrNotFound {
+		return Attr{}, err
+	}
+	if typ == S_IFDIR && p.Nlink >= maxLinks {
+		return Attr{}, ErrTooManyLinks
+	}
+	ts := now()
+	a := &Attr{Ino: s.nextIno, Mode: n.Mode, Nlink: 1, Uid: n.Uid, Gid: n.Gid, Rdev: n.Rdev,
+		Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
+	if p.Mode&S_ISGID != 0 { // BSD group semantics of setgid directories
+		a.Gid = p.Gid
+		if typ == S_IFDIR {
+			a.Mode |= S_ISGID
+		}
+	}
+	switch typ {
+	case S_IFDIR:
+		a.Nlink = 2
+		p.Nlink++
+	case S_IFLNK:
+		a.Size = uint64(len(n.Target))
+		t.b.Set(linkKey(a.Ino), []byte(n.Target), nil)
+	}
+	if typ != S_IFCHR && typ != S_IFBLK {
+		a.Rdev = 0
+	}
+	p.Mtime, p.Ctime = ts, ts
+	t.touch(dir)
+	t.put(a)
+	t.b.Set(direntKey(dir, name), encodeDirent(a.Ino, a.Mode), nil)
+	t.b.Set(backrefKey(a.Ino, dir, name), nil, nil)
+	t.b.Set(keyNextIno, u64(a.Ino+1), nil)
+	t.b.Set(keyInodes, u64(uint64(s.inodes.Load()+1)), nil)
+	if err := t.commit(); err != nil {
+		return Attr{}, err
+	}
+	s.nextIno++
+	s.inodes.Add(1)
+	return *a, nil
+}
+
+// Link gives inode ino the additional name name in dir.
+func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	unlock := s.lockInodes(ino, dir)
+	defer unlock()
+	t := s.newTxn()
+	defer t.close()
+	p, err := t.dir(dir)
+	if err != nil {
+		return Attr{}, err
+	}
+	a, err := t.attr(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	switch {
+	case a.IsDir():
+		return Attr{}, ErrPerm
+	case a.Nlink == 0 || p.Nlink == 0:
+		return Attr{}, ErrNotFound
+	case a.Nlink >= maxLinks:
+		return Attr{}, ErrTooManyLinks
+	}
+	if _, _, err := s.LookupIno(dir, name); err == nil {
+		return Attr{}, ErrExist
+	} else if err != ErrNotFound {
+		return Attr{}, err
+	}
+	ts := now()
+	a.Nlink++
+	a.Ctime = ts
+	p.Mtime, p.Ctime = ts, ts
+	t.touch(ino)
+	t.touch(dir)
+	t.b.Set(direntKey(dir, name), encodeDirent(ino, a.Mode), nil)
+	t.b.Set(backrefKey(ino, dir, name), nil, nil)
+	if err := t.commit(); err != nil {
+		return Attr{}, err
+	}
+	return *a, nil
+}
+
+// Unlink removes the name of a non-directory.
+func (s *Store) Unlink(dir uint64, name string) error { return s.remove(dir, name, false) }
+
+// Rmdir removes an empty directory.
+func (s *Store) Rmdir(dir uint64, name string) error { return s.remove(dir, name, true) }
+
+func (s *Store) remove(dir uint64, name string, isDir bool) error {
+	if name == "." {
+		return ErrInvalid
+	}
+	if name == ".." {
+		return ErrNotEmpty
+	}
+	if len(name) > MaxNameLen {
+		return ErrNameTooLong
+	}
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	if err := s.checkDir(dir); err != nil {
+		return err
+	}
+	ino, typ, err := s.LookupIno(dir, name)
+	if err != nil {
+		return err
+	}
+	unlock := s.lockInodes(dir, ino)
+	defer unlock()
+	t := s.newTxn()
+	defer t.close()
+	p, err := t.dir(dir)
+	if err != nil {
+		return err
+	}
+	if isDir && typ != S_IFDIR {
+		return ErrNotDir
+	}
+	if !isDir && typ == S_IFDIR {
+		return ErrIsDir
+	}
+	if isDir {
+		if empty, err := s.isEmptyDir(ino); err != nil {
+			return err
+		} else if !empty {
+			return ErrNotEmpty
+		}
+	}
+	ts := now()
+	p.Mtime, p.Ctime = ts, ts
+	t.touch(dir)
+	t.b.Delete(direntKey(dir, name), nil)
+	t.b.Delete(backrefKey(ino, dir, name), nil)
+	if err := s.dropLink(t, ino, ts); err != nil {
+		return err
+	}
+	if isDir {
+		p.Nlink--
+	}
+	return t.commit()
+}
+
+// dropLink takes one link away from ino (a name of it was removed or
+// replaced) and deletes the inode, or keeps it as an orphan while it is in
+// use, once it has no name left.
+func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
+	a, err := t.attr(ino)
+	if err != nil {
+		return err
+	}
+	a.Ctime = ts
+	if a.IsDir() || a.Nlink <= 1 {
+		a.Nlink = 0
+	} else {
+		a.Nlink--
+	}
+	t.touch(ino)
+	if a.Nlink > 0 {
+		return nil
+	}
+	if s.isInUse(ino) {
+		t.b.Set(orphanKey(ino), nil, nil)
+		return nil
+	}
+	t.forget(ino)
+	s.deleteInode(t.b, ino)
+	return nil
+}
+
+// deleteInode removes every key of ino. Callers hold nsMu (or run alone).
+func (s *Store) deleteInode(b *pebble.Batch, ino uint64) {
+	b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
+	n := s.inodes.Add(-1)
+	b.Set(keyInodes, u64(uint64(n)), nil)
+}
+
+// Forget is called once nothing outside the store references ino any more:
+// an orphan (an inode without names) is deleted now.
+func (s *Store) Forget(ino uint64) error {
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	a, err := s.GetAttr(ino)
+	if err != nil || a.Nlink > 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	s.deleteInode(b, ino)
+	b.Delete(orphanKey(ino), nil)
+	return s.commit(b)
+}
+
+// Rename moves oldName in oldDir to newName in newDir, with the semantics of
+// renameat2(2) for flags 0, RenameNoReplace and RenameExchange.
+func (s *Store) Rename(oldDir uint64, oldName string, newDir uint64, newName string, flags uint32) error {
+	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+		return ErrInvalid
+	}
+	if err := checkName(oldName); err != nil {
+		return err
+	}
+	if err := checkName(newName); err != nil {
+		return err
+	}
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	if err := s.checkDir(oldDir); err != nil {
+		return err
+	}
+	if err := s.checkDir(newDir); err != nil {
+		return err
+	}
+	src, srcType, err := s.LookupIno(oldDir, oldName)
+	if err != nil {
+		return err
+	}
+	dst, dstType, err := s.LookupIno(newDir, newName)
+	switch {
+	case err == ErrNotFound:
+		dst = 0
+		if flags&RenameExchange != 0 {
+			return ErrNotFound
+		}
+	case err != nil:
+		return err
+	case flags&RenameNoReplace != 0:
+		return ErrExist
+	}
+	if src == dst {
+		return nil // two names of one inode: POSIX says do nothing
+	}
+	unlock := s.lockInodes(oldDir, newDir, src, dst)
+	defer unlock()
+	t := s.newTxn()
+	defer t.close()
+	op, err := t.dir(oldDir)
+	if err != nil {
+		return err
+	}
+	np, err := t.dir(newDir)
+	if err != nil {
+		return err
+	}
+	if np.Nlink == 0 {
+		return ErrNotFound
+	}
+	srcDir, dstDir := srcType == S_IFDIR, dst != 0 && dstType == S_IFDIR
+	if srcDir && oldDir != newDir {
+		if err := s.checkNotAncestor(src, newDir); err != nil {
+			return err
+		}
+	}
+	if flags&RenameExchange != 0 && dstDir && oldDir != newDir {
+		if err := s.checkNotAncestor(dst, oldDir); err != nil {
+			return err
+		}
+	}
+	if dst != 0 && flags&RenameExchange == 0 {
+		switch {
+		case srcDir && !dstDir:
+			return ErrNotDir
+		case !srcDir && dstDir:
+			return ErrIsDir
+		case dstDir:
+			if empty, err := s.isEmptyDir(dst); err != nil {
+				return err
+			} else if !empty {
+				return ErrNotEmpty
+			}
+		}
+	}
+	ts := now()
+	sa, err := t.attr(src)
+	if err != nil {
+		return err
+	}
+	sa.Ctime = ts
+	t.touch(src)
+	op.Mtime, op.Ctime, np.Mtime, np.Ctime = ts, ts, ts, ts
+	t.touch(oldDir)
+	t.touch(newDir)
+	t.b.Delete(backrefKey(src, oldDir, oldName), nil)
+	t.b.Set(backrefKey(src, newDir, newName), nil, nil)
+	t.b.Set(direntKey(newDir, newName), encodeDirent(src, srcType), nil)
+
+	if flags&RenameExchange != 0 {
+		da, err := t.attr(dst)
+		if err != nil {
+			return err
+		}
+		da.Ctime = ts
+		t.touch(dst)
+		t.b.Delete(backrefKey(dst, newDir, newName), nil)
+		t.b.Set(backrefKey(dst, oldDir, oldName), nil, nil)
+		t.b.Set(direntKey(oldDir, oldName), encodeDirent(dst, dstType), nil)
+		if srcDir != dstDir && oldDir != newDir {
+			if srcDir { // a directory moved to newDir, a non-directory back
+				op.Nlink--
+				np.Nlink++
+			} else {
+				op.Nlink++
+				np.Nlink--
+			}
+		}
+		return t.commit()
+	}
+
+	t.b.Delete(direntKey(oldDir, oldName), nil)
+	if dst != 0 {
+		t.b.Delete(backrefKey(dst, newDir, newName), nil)
+		if err := s.dropLink(t, dst, ts); err != nil {
+			return err
+		}
+		if dstDir {
+			np.Nlink--
+		}
+	}
+	if srcDir && oldDir != newDir {
+		op.Nlink--
+		np.Nlink++
+	}
+	return t.commit()
+}
+
+// checkDir fails with ErrNotDir if ino is not a directory. The type of an
+// inode never changes, so this needs no lock.
+func (s *Store) checkDir(ino uint64) error {
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return err
+	}
+	if !a.IsDir() {
+		return ErrNotDir
+	}
+	return nil
+}
+
+// checkNotAncestor fails with ErrInvalid if dir is inside (or is) ancestor:
+// a directory cannot be moved into its own subtree.
+func (s *Store) checkNotAncestor(ancestor, dir uint64) error {
+	for d := dir; ; {
+		if d == ancestor {
+			return ErrInvalid
+		}
+		if d == RootIno {
+			return nil
+		}
+		p, err := s.Parent(d)
+		if err != nil {
+			return err
+		}
+		d = p
+	}
+}

@@ -1,0 +1,444 @@
+package kv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// FormatVersion is the version of the key layout this package writes. A
+// store of a newer version is refused; older versions are upgraded on open
+// (there are none yet).
+const FormatVersion = 1
+
+// RootIno is the inode number of the root directory.
+const RootIno = 1
+
+// ChunkSize is the size of the data chunks that file contents are split into.
+const ChunkSize = 64 << 10
+
+// MaxNameLen is the longest file name, in bytes.
+const MaxNameLen = 255
+
+// MaxFileSize is the largest file size (8 EiB less a chunk; Linux's own
+// limit for 64-bit offsets).
+const MaxFileSize = 1<<63 - ChunkSize
+
+// ErrLocked is returned by Open when another process has the store open.
+var ErrLocked = errors.New("store is in use by another process")
+
+// ErrNotStore is returned by Open for a directory that holds something else.
+var ErrNotStore = errors.New("not a computerfs store")
+
+// ErrNewerFormat is returned by Open for a store written by a newer version.
+var ErrNewerFormat = errors.New("store has a newer format version")
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// CacheSize is the size of Pebble's block cache in bytes (default 32 MiB).
+	CacheSize int64
+	// MemTableSize is the size of one Pebble memtable (default 32 MiB).
+	MemTableSize uint64
+	// FlushInterval bounds how long a completed operation can stay in the
+	// daemon's memory only (default 100 ms).
+	FlushInterval time.Duration
+	// SyncInterval bounds how long a completed operation can stay off stable
+	// storage (default 5 s).
+	SyncInterval time.Duration
+	// Logger receives Pebble's messages and the store's own (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is an open computerfs store. Its methods are safe for concurrent use.
+type Store struct {
+	dir    string
+	db     *pebble.DB
+	fs     *durableFS
+	lock   *os.File
+	log    *slog.Logger
+	closed atomic.Bool
+
+	nsMu    sync.Mutex // serialises namespace operations
+	nextIno uint64     // guarded by nsMu
+	inodes  atomic.Int64
+	stripes [64]sync.Mutex
+
+	// inUse reports whether something outside the store (the kernel) still
+	// references an inode, so that an unlinked inode must be kept as an orphan.
+	inUse atomic.Pointer[func(ino uint64) bool]
+
+	dirty     atomic.Bool // operations committed since the last flush
+	unsynced  atomic.Bool // operations committed since the last sync
+	stop      chan struct{}
+	flusherWG sync.WaitGroup
+}
+
+// Open opens the store in dir, creating a new empty one if dir does not
+// exist or is empty. It fails with ErrLocked if another process has it
+// open, ErrNotStore if dir holds something else and ErrNewerFormat if the
+// store was written by a newer computerfs.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 32 << 20
+	}
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = 32 << 20
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = 100 * time.Millisecond
+	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	fresh, err := checkStoreDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	lock, err := lockStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{})}
+	if err := s.openDB(opts, fresh); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.flusherWG.Add(1)
+	go s.flusher(opts.FlushInterval, opts.SyncInterval)
+	return s, nil
+}
+
+// checkStoreDir tells whether dir is to become a new store, and refuses a
+// directory that holds something other than a store.
+func checkStoreDir(dir string) (fresh bool, err error) {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return false, fmt.Errorf("store %s: %w (not a directory)", dir, ErrNotStore)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("store %s: %w", dir, err)
+	}
+	empty := true
+	for _, e := range entries {
+		// The lock file and the daemon's log may come before the database.
+		if n := e.Name(); n != "lock" && n != "daemon.log" {
+			empty = false
+		}
+	}
+	if empty {
+		return true, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "db", "CURRENT")); err == nil {
+		return false, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
+		// A db directory without CURRENT: a creation that was interrupted
+		// before Pebble wrote anything lasting. Let Pebble decide.
+		return false, nil
+	}
+	return false, fmt.Errorf("store %s: %w (the directory is not empty and has no db/)", dir, ErrNotStore)
+}
+
+// lockStore takes an exclusive flock on dir/lock and writes our pid into it.
+func lockStore(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock store: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := io.ReadAll(f)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := strings.TrimSpace(string(b))
+			if holder == "" {
+				holder = "unknown"
+			}
+			return nil, fmt.Errorf("store %s: %w (pid %s)", dir, ErrLocked, holder)
+		}
+		return nil, fmt.Errorf("lock store: %w", err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+func (s *Store) openDB(opts Options, fresh bool) error {
+	s.fs = &durableFS{FS: vfs.Default}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	po := &pebble.Options{
+		FS:                 s.fs,
+		Cache:              cache,
+		MemTableSize:       opts.MemTableSize,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{s.log},
+		ErrorIfNotExists:   !fresh,
+	}
+	db, err := pebble.Open(filepath.Join(s.dir, "db"), po)
+	if err != nil {
+		if errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return fmt.Errorf("store %s: %w (db/ has no database)", s.dir, ErrNotStore)
+		}
+		return fmt.Errorf("open store %s: %w", s.dir, err)
+	}
+	s.db = db
+	if err := s.loadMeta(fresh); err != nil {
+		db.Close()
+		return err
+	}
+	return nil
+}
+
+// loadMeta checks the format version, creates the root directory of a new
+// store and removes orphans left by a crash.
+func (s *Store) loadMeta(fresh bool) error {
+	v, err := s.getUint64(keyFormat)
+	switch {
+	case errors.Is(err, ErrNotFound) && fresh:
+		return s.initialize()
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("store %s: %w (no format version)", s.dir, ErrNotStore)
+	case err != nil:
+		return err
+	case v > FormatVersion:
+		return fmt.Errorf("store %s: %w (%d; this computerfs reads up to %d)", s.dir, ErrNewerFormat, v, FormatVersion)
+	}
+	if s.nextIno, err = s.getUint64(keyNextIno); err != nil {
+		return fmt.Errorf("store %s: next inode: %w", s.dir, err)
+	}
+	n, err := s.getUint64(keyInodes)
+	if err != nil {
+		return fmt.Errorf("store %s: inode count: %w", s.dir, err)
+	}
+	s.inodes.Store(int64(n))
+	return s.purgeOrphans()
+}
+
+func (s *Store) initialize() error {
+	t := now()
+	root := Attr{Ino: RootIno, Mode: S_IFDIR | 0o755, Nlink: 2, Atime: t, Mtime: t, Ctime: t, Btime: t}
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(attrKey(RootIno), root.encode(), nil)
+	b.Set(keyNextIno, u64(RootIno+1), nil)
+	b.Set(keyInodes, u64(1), nil)
+	// The format version goes last in the batch only for readability: the
+	// batch is atomic, so a store either has all of these or none.
+	b.Set(keyFormat, u64(FormatVersion), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("initialize store: %w", err)
+	}
+	s.nextIno = RootIno + 1
+	s.inodes.Store(1)
+	return nil
+}
+
+// purgeOrphans deletes inodes that were unlinked while open when the
+// previous process stopped: nothing can reference them any more.
+func (s *Store) purgeOrphans() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxOrphan}, UpperBound: []byte{pfxOrphan + 1}})
+	if err != nil {
+		return err
+	}
+	var orphans []uint64
+	for it.First(); it.Valid(); it.Next() {
+		orphans = append(orphans, binary.BigEndian.Uint64(it.Key()[1:]))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, ino := range orphans {
+		b := s.db.NewBatch()
+		s.deleteInode(b, ino)
+		b.Delete(orphanKey(ino), nil)
+		if err := s.commit(b); err != nil {
+			return fmt.Errorf("purge orphan %d: %w", ino, err)
+		}
+	}
+	if len(orphans) > 0 {
+		s.log.Info("removed orphaned inodes", "count", len(orphans))
+	}
+	return nil
+}
+
+// SetInUse installs the function that tells whether an inode is still
+// referenced from outside (by the kernel). An inode whose last name is
+// removed while in use stays as an orphan until Forget.
+func (s *Store) SetInUse(f func(ino uint64) bool) { s.inUse.Store(&f) }
+
+func (s *Store) isInUse(ino uint64) bool {
+	if f := s.inUse.Load(); f != nil {
+		return (*f)(ino)
+	}
+	return false
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close syncs and closes the store. It is safe to call more than once.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(s.stop)
+	s.flusherWG.Wait()
+	err := s.Sync()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	s.lock.Close()
+	return err
+}
+
+// Flush hands every committed operation to the operating system, so that it
+// survives a crash of this process.
+func (s *Store) Flush() error {
+	if !s.dirty.Swap(false) {
+		return nil
+	}
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+// Sync writes every committed operation to stable storage.
+func (s *Store) Sync() error {
+	s.fs.hard.Add(1)
+	defer s.fs.hard.Add(-1)
+	s.dirty.Store(false)
+	s.unsynced.Store(false)
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
+	defer s.flusherWG.Done()
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	lastSync := time.Now()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		var err error
+		if s.unsynced.Load() && time.Since(lastSync) >= syncEvery {
+			err = s.Sync()
+			lastSync = time.Now()
+		} else {
+			err = s.Flush()
+		}
+		if err != nil {
+			s.log.Error("store: background flush failed", "err", err)
+		}
+	}
+}
+
+// commit applies one operation's batch. It does not wait for the disk.
+func (s *Store) commit(b *pebble.Batch) error {
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	s.dirty.Store(true)
+	s.unsynced.Store(true)
+	return nil
+}
+
+func (s *Store) stripe(ino uint64) *sync.Mutex { return &s.stripes[ino%uint64(len(s.stripes))] }
+
+// lockInodes locks the stripes of the given inodes in a fixed order and
+// returns the function that unlocks them.
+func (s *Store) lockInodes(inos ...uint64) func() {
+	var idx []int
+	for _, ino := range inos {
+		if ino == 0 {
+			continue
+		}
+		i := int(ino % uint64(len(s.stripes)))
+		dup := false
+		for _, j := range idx {
+			dup = dup || j == i
+		}
+		if !dup {
+			idx = append(idx, i)
+		}
+	}
+	for i := 1; i < len(idx); i++ { // insertion sort: at most four entries
+		for j := i; j > 0 && idx[j] < idx[j-1]; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	for _, i := range idx {
+		s.stripes[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			s.stripes[i].Unlock()
+		}
+	}
+}
+
+func (s *Store) get(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, nil
+}
+
+func (s *Store) getUint64(key []byte) (uint64, error) {
+	v, err := s.get(key)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, corrupt("%q holds %d bytes", key, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	p.l.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
+	panic(fmt.Sprintf(format, args...))
+}

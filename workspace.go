@@ -1,0 +1,187 @@
+// Package computerfs owns a running workspace: it opens the store, mounts
+// it, and shuts it down cleanly. The command-line tool (cmd/computerfs) only
+// parses flags and calls this package.
+package computerfs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/kv"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// MountOptions configure Mount.
+type MountOptions struct {
+	Store      string // store directory; created if missing
+	Mountpoint string
+	Private    bool  // only the mounting user may use the mount
+	CacheSize  int64 // Pebble block cache in bytes (0: default)
+	Debug      bool  // log every FUSE request
+	Logger     *slog.Logger
+}
+
+// Workspace is a mounted store.
+type Workspace struct {
+	Store      *kv.Store
+	Mountpoint string
+	srv        *fuse.Server
+	log        *slog.Logger
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// Mount opens the store and mounts it.
+func Mount(opts MountOptions) (*Workspace, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	mp, err := filepath.Abs(opts.Mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	store, err := kv.Open(opts.Store, kv.Options{CacheSize: opts.CacheSize, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := fs.Mount(store, mp, fs.MountOptions{
+		Config:  fs.Config{Logger: opts.Logger},
+		Private: opts.Private,
+		Debug:   opts.Debug,
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid())
+	return &Workspace{Store: store, Mountpoint: mp, srv: srv, log: opts.Logger}, nil
+}
+
+// Wait blocks until the file system is unmounted (by Unmount, umount(8) or
+// fusermount -u), then closes the store.
+func (w *Workspace) Wait() error {
+	w.srv.Wait()
+	return w.closeStore()
+}
+
+func (w *Workspace) closeStore() error {
+	w.closeOnce.Do(func() {
+		w.closeErr = w.Store.Close()
+		if w.closeErr != nil {
+			w.log.Error("closing store failed", "err", w.closeErr)
+		} else {
+			w.log.Info("unmounted; store closed", "mountpoint", w.Mountpoint)
+		}
+	})
+	return w.closeErr
+}
+
+// Unmount unmounts the workspace and closes the store. If files are still
+// open on the mount it detaches the mount lazily: programs that hold files
+// open get errors from then on.
+func (w *Workspace) Unmount() error {
+	if err := w.srv.Unmount(); err != nil {
+		w.log.Warn("mount busy; detaching it", "mountpoint", w.Mountpoint, "err", err)
+		if derr := syscall.Unmount(w.Mountpoint, syscall.MNT_DETACH); derr != nil {
+			return fmt.Errorf("unmount %s: %w", w.Mountpoint, err)
+		}
+		w.srv.Wait()
+	}
+	return w.closeStore()
+}
+
+// Unmount unmounts the computerfs mount at mountpoint, whichever process
+// serves it, and waits up to timeout for that process to close its store.
+func Unmount(mountpoint string, timeout time.Duration) error {
+	mp, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return err
+	}
+	store, err := mountedStore(mp)
+	if err != nil {
+		return err
+	}
+	pid := storePid(store)
+	if err := syscall.Unmount(mp, 0); err != nil {
+		if !errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("unmount %s: %w", mp, err)
+		}
+		if out, ferr := fusermount("-u", mp); ferr != nil {
+			return fmt.Errorf("unmount %s: %v: %s", mp, ferr, out)
+		}
+	}
+	if pid <= 0 || pid == os.Getpid() {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("unmounted %s, but daemon pid %d is still running after %v", mp, pid, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// mountedStore returns the store directory of the computerfs mount at mp,
+// read from the mount's source ("computerfs:STORE") in mountinfo.
+func mountedStore(mp string) (string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 10 || fields[4] != mp {
+			continue
+		}
+		// Optional fields end at "-"; then fstype and source.
+		for i := 6; i+2 < len(fields); i++ {
+			if fields[i] != "-" {
+				continue
+			}
+			fstype, source := fields[i+1], fields[i+2]
+			if !strings.HasPrefix(fstype, "fuse") || !strings.HasPrefix(source, "computerfs:") {
+				return "", fmt.Errorf("%s is not a computerfs mount (%s from %s)", mp, fstype, source)
+			}
+			return strings.TrimPrefix(source, "computerfs:"), nil
+		}
+	}
+	return "", fmt.Errorf("%s is not mounted", mp)
+}
+
+// storePid returns the pid recorded in the store's lock file, or 0.
+func storePid(store string) int {
+	b, err := os.ReadFile(filepath.Join(store, "lock"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	if err != nil {
+		return false
+	}
+	// A zombie is not alive for our purposes.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
