@@ -127,6 +127,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// CheckDir fails with ErrNotStore if dir exists and holds something other
+// than a store. It does not open the store.
+func CheckDir(dir string) error {
+	_, err := checkStoreDir(dir)
+	return err
+}
+
 // checkStoreDir tells whether dir is to become a new store, and refuses a
 // directory that holds something other than a store.
 func checkStoreDir(dir string) (fresh bool, err error) {

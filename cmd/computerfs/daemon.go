@@ -10,12 +10,17 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/computerfs/computerfs/kv"
 )
 
 // daemonize starts this command again without --background, detached from
 // the terminal, with its log in logFile, and returns once the child reports
 // that the mount answers (or why it failed).
 func daemonize(args []string, store, logFile string) error {
+	if err := kv.CheckDir(store); err != nil {
+		return err // before anything is written into a directory that is not ours
+	}
 	if logFile == "" {
 		if err := os.MkdirAll(store, 0o700); err != nil {
 			return fmt.Errorf("create store: %w", err)

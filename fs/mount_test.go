@@ -1,0 +1,295 @@
+package fs_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/testmount"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Fatal("these tests mount FUSE file systems and need root")
+	}
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRemountKeepsEverything(t *testing.T) {
+	requireRoot(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 300_000) // 4.8 MB, many chunks
+	writeFile(t, filepath.Join(m.Dir, "big"), big)
+	if err := os.MkdirAll(filepath.Join(m.Dir, "a/b/c"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(m.Dir, "a/b/c/small"), []byte("small"))
+	if err := os.Symlink("b/c/small", filepath.Join(m.Dir, "a/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(m.Dir, "big"), filepath.Join(m.Dir, "a/big2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setxattr(filepath.Join(m.Dir, "big"), "user.k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Unix(1234567890, 123456789)
+	if err := os.Chtimes(filepath.Join(m.Dir, "a/b/c/small"), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	m.Unmount(t)
+	m.Remount(t)
+
+	got, err := os.ReadFile(filepath.Join(m.Dir, "a/big2"))
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("big file after remount: %d bytes, err %v; want %d bytes", len(got), err, len(big))
+	}
+	if s, err := os.ReadFile(filepath.Join(m.Dir, "a/link")); err != nil || string(s) != "small" {
+		t.Fatalf("through symlink: %q, %v", s, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(m.Dir, "big"), &st); err != nil || st.Nlink != 2 {
+		t.Fatalf("nlink of big = %d (err %v), want 2", st.Nlink, err)
+	}
+	if err := syscall.Stat(filepath.Join(m.Dir, "a/b/c/small"), &st); err != nil || st.Mtim.Nano() != mtime.UnixNano() {
+		t.Fatalf("mtime = %d, want %d", st.Mtim.Nano(), mtime.UnixNano())
+	}
+	if err := syscall.Stat(filepath.Join(m.Dir, "a/b"), &st); err != nil || st.Mode&0o777 != 0o750 {
+		t.Fatalf("mode of a/b = %o, want 750", st.Mode&0o777)
+	}
+	buf := make([]byte, 8)
+	if n, err := syscall.Getxattr(filepath.Join(m.Dir, "big"), "user.k", buf); err != nil || string(buf[:n]) != "v" {
+		t.Fatalf("xattr = %q, %v", buf[:n], err)
+	}
+}
+
+func TestSecondMountOfStoreFails(t *testing.T) {
+	requireRoot(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store)
+	writeFile(t, filepath.Join(m.Dir, "keep"), []byte("keep"))
+	other := testmount.PublicDir(t, "computerfs-mnt2-")
+	out, err := exec.Command(testmount.Binary(t), "mount", "--store", store, other).CombinedOutput()
+	if err == nil {
+		exec.Command(testmount.Binary(t), "unmount", other).Run()
+		t.Fatal("second mount of the same store succeeded")
+	}
+	if !strings.Contains(string(out), "in use by another process") {
+		t.Fatalf("second mount: want a clear 'in use' error, got %q", out)
+	}
+	if got, err := os.ReadFile(filepath.Join(m.Dir, "keep")); err != nil || string(got) != "keep" {
+		t.Fatalf("first mount damaged: %q, %v", got, err)
+	}
+}
+
+func TestMountErrors(t *testing.T) {
+	requireRoot(t)
+	bin := testmount.Binary(t)
+	tmp := t.TempDir()
+	notStore := filepath.Join(tmp, "notstore")
+	os.MkdirAll(notStore, 0o755)
+	writeFile(t, filepath.Join(notStore, "photo.jpg"), []byte("x"))
+	busy := testmount.Start(t, filepath.Join(tmp, "busystore"))
+	mp := testmount.PublicDir(t, "computerfs-mnt-")
+	aFile := filepath.Join(tmp, "file")
+	writeFile(t, aFile, nil)
+
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing mountpoint", []string{"--store", filepath.Join(tmp, "s1"), filepath.Join(tmp, "nope")}, "no such file or directory"},
+		{"mountpoint is a file", []string{"--store", filepath.Join(tmp, "s2"), aFile}, "not a directory"},
+		{"busy mountpoint", []string{"--store", filepath.Join(tmp, "s3"), busy.Dir}, "busy"},
+		{"not a store", []string{"--store", notStore, mp}, "not a computerfs store"},
+		{"store is a file", []string{"--store", aFile, mp}, "not a computerfs store"},
+		{"no mountpoint", []string{"--store", filepath.Join(tmp, "s4")}, "MOUNTPOINT"},
+		{"bad cache size", []string{"--store", filepath.Join(tmp, "s5"), "--cache-size", "-1", mp}, "--cache-size"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, bg := range []bool{false, true} {
+				args := append([]string{"mount"}, c.args...)
+				if bg {
+					args = append(args, "--background")
+				}
+				out, err := exec.Command(bin, args...).CombinedOutput()
+				if err == nil {
+					exec.Command(bin, "unmount", mp).Run()
+					t.Fatalf("%v succeeded", args)
+				}
+				if !strings.Contains(string(out), c.want) {
+					t.Fatalf("%v: want an error mentioning %q, got %q", args, c.want, out)
+				}
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(notStore); len(entries) != 1 {
+		t.Errorf("the directory that is not a store was changed: %d entries", len(entries))
+	}
+}
+
+func TestUnmountPaths(t *testing.T) {
+	requireRoot(t)
+	bin := testmount.Binary(t)
+	for _, how := range []string{"computerfs unmount", "umount", "SIGTERM", "SIGINT"} {
+		t.Run(how, func(t *testing.T) {
+			store := filepath.Join(t.TempDir(), "store")
+			m := testmount.Start(t, store)
+			writeFile(t, filepath.Join(m.Dir, "f"), []byte(how))
+			switch how {
+			case "computerfs unmount":
+				m.Unmount(t)
+			case "umount":
+				if out, err := exec.Command("umount", m.Dir).CombinedOutput(); err != nil {
+					t.Fatalf("umount: %v %s", err, out)
+				}
+			case "SIGTERM", "SIGINT":
+				sig := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT}[how]
+				if err := syscall.Kill(m.Pid, sig); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitGone(t, m.Pid)
+			if mounted(t, m.Dir) {
+				t.Fatalf("%s left the mount in place", how)
+			}
+			if !strings.Contains(m.Log(), "store closed") {
+				t.Fatalf("daemon did not close its store cleanly; log:\n%s", m.Log())
+			}
+			m.Remount(t)
+			if got, err := os.ReadFile(filepath.Join(m.Dir, "f")); err != nil || string(got) != how {
+				t.Fatalf("after %s and remount: %q, %v", how, got, err)
+			}
+			_ = bin
+		})
+	}
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
+	}
+	t.Fatalf("daemon %d still running", pid)
+}
+
+func mounted(t *testing.T, dir string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCrashKeepsClosedAndSyncedFiles kills the daemon with SIGKILL at
+// random moments while files are being written, then checks the promise of
+// the README: the store opens, and every file whose close(2) or fsync(2)
+// returned before the crash is there with its full contents.
+func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
+	requireRoot(t)
+	rounds := 4
+	if testing.Short() {
+		rounds = 2
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store)
+	content := func(round, i int) []byte {
+		r := rand.New(rand.NewSource(int64(round*100000 + i)))
+		b := make([]byte, r.Intn(300<<10))
+		r.Read(b)
+		return b
+	}
+	type done struct{ round, i int }
+	var survivors []done
+	for round := 0; round < rounds; round++ {
+		dir := filepath.Join(m.Dir, fmt.Sprintf("round%d", round))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var closed []done
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+				if err != nil {
+					return
+				}
+				if _, err := f.Write(content(round, i)); err != nil {
+					f.Close()
+					return
+				}
+				if i%7 == 0 && f.Sync() != nil {
+					f.Close()
+					return
+				}
+				if f.Close() != nil {
+					return
+				}
+				mu.Lock()
+				closed = append(closed, done{round, i})
+				mu.Unlock()
+			}
+		}()
+		time.Sleep(time.Duration(50+rand.Intn(400)) * time.Millisecond)
+		mu.Lock()
+		survivors = append(survivors, closed...) // closed before the kill
+		mu.Unlock()
+		m.Kill(t)
+		close(stop)
+		wg.Wait()
+		m.Remount(t)
+		for _, d := range survivors {
+			p := filepath.Join(m.Dir, fmt.Sprintf("round%d/f%d", d.round, d.i))
+			got, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatalf("round %d: file closed before the crash is gone: %v", round, err)
+			}
+			if want := content(d.round, d.i); !bytes.Equal(got, want) {
+				t.Fatalf("round %d: %s has %d bytes, want %d (or different bytes)", round, p, len(got), len(want))
+			}
+		}
+		t.Logf("round %d: %d closed files survived", round, len(survivors))
+	}
+	if len(survivors) == 0 {
+		t.Fatal("no file was closed before any crash: the test checked nothing")
+	}
+}
+
+var _ = errors.Is

@@ -1,0 +1,169 @@
+// Package testmount runs the computerfs daemon for tests: it builds
+// cmd/computerfs once per test binary and mounts stores with it in a child
+// process, never in the test process itself (a process that serves a FUSE
+// mount must not use it: a page fault on the mount during a stop-the-world
+// garbage collection would deadlock).
+package testmount
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary returns the path of a computerfs binary built from this checkout.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "computerfs-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "computerfs")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/computerfs")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/computerfs: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Mount is a running daemon serving a store.
+type Mount struct {
+	Dir   string // the mount point
+	Store string
+	Pid   int
+	bin   string
+	done  bool
+}
+
+// PublicDir makes a directory that every user can reach (t.TempDir's
+// parents are private), removed when the test ends.
+func PublicDir(t testing.TB, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// Start mounts store (created if missing) on a fresh mount point with
+// `computerfs mount --background` and unmounts it when the test ends.
+func Start(t testing.TB, store string, args ...string) *Mount {
+	t.Helper()
+	m := &Mount{Dir: PublicDir(t, "computerfs-mnt-"), Store: store, bin: Binary(t)}
+	m.start(t, args...)
+	t.Cleanup(func() { m.Unmount(t) })
+	return m
+}
+
+func (m *Mount) start(t testing.TB, args ...string) {
+	t.Helper()
+	all := append([]string{"mount", "--background", "--store", m.Store}, args...)
+	cmd := exec.Command(m.bin, append(all, m.Dir)...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		log, _ := os.ReadFile(filepath.Join(m.Store, "daemon.log"))
+		t.Fatalf("computerfs mount: %v\n%s\ndaemon log:\n%s", err, stderr, log)
+	}
+	m.Pid, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("computerfs mount printed %q, want a pid", out)
+	}
+	m.done = false
+}
+
+// Remount mounts the same store again after Unmount or Kill.
+func (m *Mount) Remount(t testing.TB, args ...string) {
+	t.Helper()
+	m.start(t, args...)
+}
+
+// Unmount unmounts with `computerfs unmount` and waits for the daemon.
+func (m *Mount) Unmount(t testing.TB) {
+	t.Helper()
+	if m.done {
+		return
+	}
+	m.done = true
+	out, err := exec.Command(m.bin, "unmount", m.Dir).CombinedOutput()
+	if err != nil {
+		// Leave nothing mounted behind, whatever happened.
+		syscall.Unmount(m.Dir, syscall.MNT_DETACH)
+		t.Errorf("computerfs unmount: %v\n%s", err, out)
+	}
+}
+
+// Kill ends the daemon with SIGKILL, as a crash would, and removes the dead
+// mount. The store is left as the crash left it.
+func (m *Mount) Kill(t testing.TB) {
+	t.Helper()
+	if m.done {
+		return
+	}
+	m.done = true
+	if err := syscall.Kill(m.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill daemon %d: %v", m.Pid, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if !alive(m.Pid) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon %d survived SIGKILL", m.Pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Unmount(m.Dir, syscall.MNT_DETACH); err != nil {
+		t.Fatalf("unmount after kill: %v", err)
+	}
+}
+
+// Log returns the daemon's log so far.
+func (m *Mount) Log() string {
+	b, _ := os.ReadFile(filepath.Join(m.Store, "daemon.log"))
+	return string(bytes.TrimSpace(b))
+}
+
+// alive reports whether pid runs and is not a zombie (the daemon is not our
+// child, and the init of a container may be slow to reap it).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
