@@ -1,0 +1,41 @@
+# computerfs: run `make help` for the targets.
+
+GO       ?= go
+BIN      := bin
+PKGS     := ./...
+# Tests mount FUSE file systems and create users' files: they run as root.
+TESTFLAGS ?= -race -count=1 -timeout 30m
+
+.PHONY: help build test test-short bench stress run lint fuzz clean
+
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/computerfs
+	$(GO) build -o $(BIN)/computerfs ./cmd/computerfs
+
+test: lint ## run every test under -race (needs root and /dev/fuse)
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+test-short: ## the quick subset of the tests
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+bench: build ## benchmark the mount against tmpfs, disk and go-fuse's loopback
+	./bench/run.sh
+
+stress: ## long randomized and parallel tests against the mount
+	FSTEST_LONG=1 $(GO) test -race -count=1 -timeout 60m -run 'FSX|Stress|Crash' ./fs/ ./fstest/ ./kv/
+
+fuzz: ## fuzz the store's operations and name handling for a while
+	$(GO) test -run '^$$' -fuzz FuzzOps -fuzztime 2m ./kv/
+	$(GO) test -run '^$$' -fuzz FuzzName -fuzztime 1m ./kv/
+
+run: build ## demo: mount a workspace and clone a local git repository into it
+	./scripts/demo.sh
+
+clean: ## remove build output
+	rm -rf $(BIN)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package testmount
+
+const raceEnabled = false
