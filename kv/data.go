@@ -52,7 +52,13 @@ func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
 	if a.IsDir() {
 		return Attr{}, ErrIsDir
 	}
-	b := s.db.NewBatch()
+	// Size the batch up front: growing it copies the data again. Partial
+	// chunks that already hold data are rewritten whole.
+	size := len(data) + 256 + len(data)/ChunkSize*32
+	if (uint64(off)%ChunkSize != 0 || end%ChunkSize != 0) && uint64(off) < a.Size {
+		size += 2 * ChunkSize
+	}
+	b := s.db.NewBatchWithSize(size)
 	defer b.Close()
 	for pos := uint64(off); pos < end; {
 		ci := pos / ChunkSize
@@ -256,15 +262,12 @@ func (s *Store) zeroRange(b *pebble.Batch, ino, from, to uint64) (uint64, error)
 		for it.First(); it.Valid(); it.Next() {
 			lv := it.LazyValue()
 			freed += blocksFor(uint64(lv.Len()))
+			b.Delete(it.Key(), nil) // point deletions: see deleteInode
 		}
-		if err := it.Close(); err != nil {
-			return 0, err
-		}
-	} else {
-		freed = (to - from) * blocksFor(ChunkSize)
+		return freed, it.Close()
 	}
 	b.DeleteRange(chunkKey(ino, from), chunkKey(ino, to), nil)
-	return freed, nil
+	return (to - from) * blocksFor(ChunkSize), nil
 }
 
 // Fallocate modes, with Linux's values.

@@ -345,15 +345,37 @@ func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
 		return nil
 	}
 	t.forget(ino)
-	s.deleteInode(t.b, ino)
-	return nil
+	return s.deleteInode(t.b, ino)
 }
 
 // deleteInode removes every key of ino. Callers hold nsMu (or run alone).
-func (s *Store) deleteInode(b *pebble.Batch, ino uint64) {
-	b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
+// Small inodes get point deletions: range tombstones are cheap to write but
+// every later read in their span has to consult them, and untar-then-rm
+// workloads would leave thousands. Only the data of a big file is deleted
+// with one range.
+func (s *Store) deleteInode(b *pebble.Batch, ino uint64) error {
+	a, err := s.GetAttr(ino)
+	if err != nil && err != ErrNotFound {
+		return err
+	}
+	if a.Size > exactBlocksLimit*ChunkSize {
+		b.DeleteRange(kindPrefix(ino, kindChunk), prefixEnd(kindPrefix(ino, kindChunk)), nil)
+		b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
+	} else {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: inodePrefix(ino), UpperBound: inodeEnd(ino)})
+		if err != nil {
+			return err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			b.Delete(it.Key(), nil)
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
 	n := s.inodes.Add(-1)
 	b.Set(keyInodes, u64(uint64(n)), nil)
+	return nil
 }
 
 // Forget is called once nothing outside the store references ino any more:
@@ -367,7 +389,9 @@ func (s *Store) Forget(ino uint64) error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	s.deleteInode(b, ino)
+	if err := s.deleteInode(b, ino); err != nil {
+		return err
+	}
 	b.Delete(orphanKey(ino), nil)
 	return s.commit(b)
 }

@@ -50,7 +50,8 @@ var ErrNewerFormat = errors.New("store has a newer format version")
 type Options struct {
 	// CacheSize is the size of Pebble's block cache in bytes (default 32 MiB).
 	CacheSize int64
-	// MemTableSize is the size of one Pebble memtable (default 32 MiB).
+	// MemTableSize is the largest size of one Pebble memtable (default 64
+	// MiB; memtables start small and grow only while writes keep coming).
 	MemTableSize uint64
 	// FlushInterval bounds how long a completed operation can stay in the
 	// daemon's memory only (default 100 ms).
@@ -95,7 +96,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.CacheSize = 32 << 20
 	}
 	if opts.MemTableSize == 0 {
-		opts.MemTableSize = 32 << 20
+		opts.MemTableSize = 64 << 20
 	}
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = 100 * time.Millisecond
@@ -207,7 +208,12 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{s.log},
 		ErrorIfNotExists:   !fresh,
+		// Two background jobs: a flush and a compaction can run together.
+		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
 	}
+	// No block compression: file data is often compressed already, and on
+	// a small machine the CPU is worth more than the disk space.
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
 	db, err := pebble.Open(filepath.Join(s.dir, "db"), po)
 	if err != nil {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
@@ -283,9 +289,13 @@ func (s *Store) purgeOrphans() error {
 	}
 	for _, ino := range orphans {
 		b := s.db.NewBatch()
-		s.deleteInode(b, ino)
+		err := s.deleteInode(b, ino)
 		b.Delete(orphanKey(ino), nil)
-		if err := s.commit(b); err != nil {
+		if err == nil {
+			err = s.commit(b)
+		}
+		b.Close()
+		if err != nil {
 			return fmt.Errorf("purge orphan %d: %w", ino, err)
 		}
 	}

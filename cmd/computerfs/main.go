@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -122,6 +124,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	format := fset.String("log-format", "text", "log format: text or json")
 	logFile := fset.String("log-file", "", "with --background, the daemon's log file (default STORE/daemon.log)")
 	readyFD := fset.Int("ready-fd", -1, "internal: file descriptor to report readiness on")
+	pprofAddr := fset.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
 		return err
@@ -139,6 +142,9 @@ func cmdMount(args []string, stderr io.Writer) error {
 	log, err := newLogger(stderr, *level, *format)
 	if err != nil {
 		return &exitError{2, err}
+	}
+	if *pprofAddr != "" {
+		go func() { log.Error("pprof server stopped", "err", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 	ready := readyReporter(*readyFD)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
