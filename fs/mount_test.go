@@ -274,6 +274,9 @@ func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
 		m.Kill(t)
 		close(stop)
 		wg.Wait()
+		if out, err := exec.Command(testmount.Binary(t), "fsck", "--store", store).CombinedOutput(); err != nil {
+			t.Fatalf("round %d: fsck after the crash: %v\n%s", round, err, out)
+		}
 		m.Remount(t)
 		for _, d := range survivors {
 			p := filepath.Join(m.Dir, fmt.Sprintf("round%d/f%d", d.round, d.i))

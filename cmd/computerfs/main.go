@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/kv"
 )
 
 const usage = `computerfs: a durable workspace file system for agents
@@ -23,6 +24,7 @@ const usage = `computerfs: a durable workspace file system for agents
 Usage:
   computerfs mount [flags] --store DIR MOUNTPOINT   mount the workspace kept in DIR
   computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
+  computerfs fsck --store DIR                       check a store's consistency (not while mounted)
   computerfs bench [flags] NAME=DIR...              benchmark directories against each other
   computerfs help                                   this text
 
@@ -67,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdMount(args[1:], stderr)
 	case "unmount", "umount":
 		return cmdUnmount(args[1:], stderr)
+	case "fsck":
+		return cmdFsck(args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(args[1:], stdout)
 	case "help", "-h", "--help":
@@ -209,4 +213,38 @@ func stripFlag(args []string, name string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+func cmdFsck(args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("fsck", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	store := fset.String("store", "", "store directory")
+	limit := fset.Int("max", 100, "stop after this many problems (0: all)")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *store == "" {
+		return &exitError{2, errors.New("fsck needs --store DIR")}
+	}
+	if _, err := os.Stat(*store); err != nil {
+		return err
+	}
+	s, err := kv.Open(*store, kv.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	problems, err := s.Check(*limit)
+	for _, p := range problems {
+		fmt.Fprintln(stdout, p)
+	}
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %d problems", *store, len(problems))
+	}
+	fmt.Fprintf(stdout, "%s: no problems\n", *store)
+	return nil
 }

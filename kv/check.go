@@ -1,0 +1,163 @@
+package kv
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Check verifies the store's invariants in one streaming pass over all keys
+// (memory does not grow with the store) and returns every problem found, at
+// most max of them (0: no limit). It is meant for a store that nothing else
+// is changing: after a crash, in tests, and for `computerfs fsck`.
+//
+// Invariants: every inode has attributes; a directory entry names an inode
+// that has a back reference to it, and every back reference has its entry;
+// a non-directory's link count is its number of names; a directory has one
+// name (the root none) and 2 + subdirectories links; an inode without names
+// is an orphan; no data lies past a file's size; a symlink has a target;
+// the inode counter is above every inode and the inode count is right.
+func (s *Store) Check(limit int) ([]string, error) {
+	var problems []string
+	report := func(format string, args ...any) {
+		if limit == 0 || len(problems) < limit {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxInode}, UpperBound: []byte{pfxInode + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+
+	type inodeState struct {
+		ino                     uint64
+		attr                    *Attr
+		names, subdirs, entries uint64
+		hasLink                 bool
+	}
+	var cur inodeState
+	var count, maxIno uint64
+	finish := func() {
+		if cur.ino == 0 {
+			return
+		}
+		a := cur.attr
+		if a == nil {
+			report("inode %d: keys but no attributes", cur.ino)
+			return
+		}
+		count++
+		maxIno = max(maxIno, cur.ino)
+		switch {
+		case a.IsDir():
+			wantNames := uint64(1)
+			if cur.ino == RootIno {
+				wantNames = 0
+			}
+			if a.Nlink != 0 && cur.names != wantNames {
+				report("directory %d: %d names, want %d", cur.ino, cur.names, wantNames)
+			}
+			if a.Nlink != 0 && uint64(a.Nlink) != 2+cur.subdirs {
+				report("directory %d: nlink %d, want 2 + %d subdirectories", cur.ino, a.Nlink, cur.subdirs)
+			}
+		default:
+			if uint64(a.Nlink) != cur.names {
+				report("inode %d: nlink %d but %d names", cur.ino, a.Nlink, cur.names)
+			}
+			if cur.entries > 0 {
+				report("inode %d: not a directory but has %d entries", cur.ino, cur.entries)
+			}
+		}
+		if a.Mode&S_IFMT == S_IFLNK && !cur.hasLink {
+			report("symlink %d: no target", cur.ino)
+		}
+		if a.Nlink == 0 && cur.ino != RootIno {
+			if _, err := s.get(orphanKey(cur.ino)); err != nil {
+				report("inode %d: no names and not an orphan (leaked)", cur.ino)
+			}
+		}
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		if len(k) < 10 {
+			report("malformed key %x", k)
+			continue
+		}
+		ino := binary.BigEndian.Uint64(k[1:9])
+		if ino != cur.ino {
+			finish()
+			cur = inodeState{ino: ino}
+		}
+		rest := k[10:]
+		switch k[9] {
+		case kindAttr:
+			a, err := decodeAttr(it.Value())
+			if err != nil {
+				report("inode %d: %v", ino, err)
+				continue
+			}
+			if a.Ino != ino {
+				report("inode %d: attributes say inode %d", ino, a.Ino)
+			}
+			cur.attr = &a
+		case kindChunk:
+			if cur.attr == nil || len(rest) != 8 {
+				report("inode %d: malformed chunk key", ino)
+				continue
+			}
+			start := binary.BigEndian.Uint64(rest) * ChunkSize
+			if end := start + uint64(len(it.Value())); end > cur.attr.Size {
+				report("inode %d: data up to %d past its size %d", ino, end, cur.attr.Size)
+			}
+		case kindDirent:
+			cur.entries++
+			child, typ, err := decodeDirent(it.Value())
+			if err != nil {
+				report("directory %d: %v", ino, err)
+				continue
+			}
+			if typ == S_IFDIR {
+				cur.subdirs++
+			}
+			if _, err := s.get(backrefKey(child, ino, string(rest))); err != nil {
+				report("entry %d/%q -> %d: no back reference", ino, rest, child)
+			}
+			if ca, err := s.GetAttr(child); err != nil {
+				report("entry %d/%q -> %d: %v", ino, rest, child, err)
+			} else if ca.Mode&S_IFMT != typ {
+				report("entry %d/%q -> %d: type %o, inode has %o", ino, rest, child, typ, ca.Mode&S_IFMT)
+			}
+		case kindLink:
+			cur.hasLink = true
+		case kindBackref:
+			cur.names++
+			if len(rest) < 8 {
+				report("inode %d: malformed back reference", ino)
+				continue
+			}
+			parent, name := binary.BigEndian.Uint64(rest), string(rest[8:])
+			v, err := s.get(direntKey(parent, name))
+			if err != nil {
+				report("inode %d: back reference %d/%q has no entry", ino, parent, name)
+			} else if child, _, _ := decodeDirent(v); child != ino {
+				report("inode %d: back reference %d/%q but the entry names %d", ino, parent, name, child)
+			}
+		case kindXattr:
+		default:
+			report("inode %d: unknown key kind %q", ino, k[9])
+		}
+	}
+	finish()
+	if err := it.Error(); err != nil {
+		return problems, err
+	}
+	if n, err := s.getUint64(keyInodes); err != nil || n != count {
+		report("inode count %d (err %v), found %d", n, err, count)
+	}
+	if n, err := s.getUint64(keyNextIno); err != nil || n <= maxIno {
+		report("next inode %d (err %v), highest inode %d", n, err, maxIno)
+	}
+	return problems, nil
+}
