@@ -1,6 +1,9 @@
 package fs
 
 import (
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -51,9 +54,18 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 	if a.IsDir() {
 		return fuse.EISDIR
 	}
-	if in.Flags&syscall.O_TRUNC != 0 && in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY && a.Size > 0 {
-		if a, err = f.store.SetAttr(in.NodeId, kv.SetAttrRequest{Valid: kv.SetSize}); err != nil {
+	if in.Flags&syscall.O_TRUNC != 0 && in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		req := kv.SetAttrRequest{Valid: kv.SetSize}
+		if in.Mode&fuse.OPEN_KILL_SUIDGID != 0 {
+			req.Valid |= kv.SetKillPriv
+			req.InGroup = inGroup(&in.Caller)
+		}
+		mode := a.Mode
+		if a, err = f.store.SetAttr(in.NodeId, req); err != nil {
 			return f.status("open", err)
+		}
+		if a.Mode != mode {
+			f.invalidateAttr(in.NodeId)
 		}
 	}
 	out.Fh = f.newHandle(in.NodeId, in.Flags)
@@ -90,7 +102,16 @@ func (f *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.Rea
 
 // Write implements WRITE.
 func (f *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	if _, err := f.store.Write(in.NodeId, int64(in.Offset), data); err != nil {
+	var err error
+	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 { // the writer is not privileged
+		var cleared bool
+		if _, cleared, err = f.store.WriteKillPriv(in.NodeId, int64(in.Offset), data, inGroup(&in.Caller)); cleared {
+			f.invalidateAttr(in.NodeId)
+		}
+	} else {
+		_, err = f.store.Write(in.NodeId, int64(in.Offset), data)
+	}
+	if err != nil {
 		return 0, f.status("write", err)
 	}
 	if h := f.handle(in.Fh); h != nil {
@@ -198,4 +219,42 @@ func (f *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, 
 // RemoveXAttr implements REMOVEXATTR.
 func (f *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	return f.status("removexattr", f.store.RemoveXattr(h.NodeId, name))
+}
+
+// invalidateAttr tells the kernel to drop its cached attributes of ino: for
+// changes the kernel cannot know about, such as setuid bits cleared by a
+// write. Attributes only (offset -1): this takes no page locks, so it is
+// safe while the kernel waits for our answer to a request on ino.
+func (f *FS) invalidateAttr(ino uint64) {
+	if f.server == nil {
+		return
+	}
+	if st := f.server.InodeNotify(ino, -1, 0); st != fuse.OK && st != fuse.ENOENT {
+		f.log.Warn("fuse: invalidating attributes failed", "ino", ino, "status", st)
+	}
+}
+
+// inGroup returns a function that tells whether the caller of a request is
+// in a group: its own gid, or one of its supplementary groups as
+// /proc/PID/status lists them (read only when needed: this is rare).
+func inGroup(c *fuse.Caller) func(gid uint32) bool {
+	return func(gid uint32) bool {
+		if gid == c.Gid {
+			return true
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pid))
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if groups, ok := strings.CutPrefix(line, "Groups:"); ok {
+				for _, g := range strings.Fields(groups) {
+					if n, err := strconv.ParseUint(g, 10, 32); err == nil && uint32(n) == gid {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
 }

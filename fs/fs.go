@@ -165,8 +165,9 @@ func (f *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrO
 }
 
 // SetAttr implements SETATTR (chmod, chown, truncate, utimens). The kernel
-// has checked permissions (default_permissions) and, for writes and chown by
-// unprivileged users, asks here to clear setuid and setgid bits.
+// has checked permissions (default_permissions). With HANDLE_KILLPRIV_V2 it
+// leaves clearing setuid/setgid to us: the store does it on chown, and on
+// truncate when the kernel says the caller is unprivileged.
 func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
 	var req kv.SetAttrRequest
 	v := in.Valid
@@ -197,6 +198,10 @@ func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrO
 	} else if v&fuse.FATTR_MTIME != 0 {
 		req.Valid |= kv.SetMtime
 		req.Mtime = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
+	}
+	if v&fuse.FATTR_KILL_SUIDGID != 0 {
+		req.Valid |= kv.SetKillPriv
+		req.InGroup = inGroup(&in.Caller)
 	}
 	if v&fuse.FATTR_CTIME != 0 {
 		req.Valid |= kv.SetCtime

@@ -28,16 +28,19 @@ func Mount(store *kv.Store, mountpoint string, opts MountOptions) (*fuse.Server,
 	}
 	fsys := New(store, opts.Config)
 	mo := &fuse.MountOptions{
-		AllowOther:        !opts.Private,
-		Options:           []string{"default_permissions"},
-		FsName:            "computerfs:" + store.Dir(),
-		Name:              "computerfs",
-		MaxWrite:          1 << 20,
-		MaxReadAhead:      1 << 20,
-		MaxBackground:     64,
-		DirectMount:       true, // mount(2) as root; fusermount otherwise
-		Debug:             opts.Debug,
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		AllowOther:    !opts.Private,
+		Options:       []string{"default_permissions"},
+		FsName:        "computerfs:" + store.Dir(),
+		Name:          "computerfs",
+		MaxWrite:      1 << 20,
+		MaxReadAhead:  1 << 20,
+		MaxBackground: 64,
+		DirectMount:   true, // mount(2) as root; fusermount otherwise
+		Debug:         opts.Debug,
+		// O_TRUNC arrives with OPEN; clearing setuid/setgid on write is
+		// ours, which spares the kernel a GETXATTR of security.capability
+		// on every write(2).
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
 	}
 	srv, err := fuse.NewServer(fsys, mountpoint, mo)
 	if err != nil {

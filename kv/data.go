@@ -15,11 +15,16 @@ const (
 	SetAtimeNow
 	SetMtimeNow
 	SetCtime
+	// SetKillPriv clears setuid, setgid (if group-executable) and file
+	// capabilities, as a write or truncate by an unprivileged user must.
+	SetKillPriv
 )
 
 // SetAttrRequest changes some of an inode's attributes (chmod, chown,
 // truncate, utimens). The caller has checked permissions; ctime is always
-// updated, and mtime too when the size changes.
+// updated, and mtime too when the size changes. Changing the owner or group
+// of a non-directory clears its setuid and setgid bits and capabilities, as
+// on Linux (for root too).
 type SetAttrRequest struct {
 	Valid        uint32
 	Mode         uint32 // permission bits only; the type is kept
@@ -27,6 +32,8 @@ type SetAttrRequest struct {
 	Size         uint64
 	Atime, Mtime int64
 	Ctime        int64
+	// InGroup tells, for SetKillPriv, whether the caller belongs to a group.
+	InGroup func(gid uint32) bool
 }
 
 // blocksFor is the number of 512-byte blocks that n stored bytes occupy,
@@ -36,21 +43,46 @@ func blocksFor(n uint64) uint64 { return (n + 4095) / 4096 * 8 }
 // Write writes data at off, extending the file as needed, and returns the
 // new attributes.
 func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
+	a, _, err := s.write(ino, off, data, nil)
+	return a, err
+}
+
+// WriteKillPriv is Write by an unprivileged user: it also clears setuid,
+// setgid and file capabilities (see killPriv), and reports whether the mode
+// changed. inGroup tells whether the writer belongs to a group.
+func (s *Store) WriteKillPriv(ino uint64, off int64, data []byte, inGroup func(gid uint32) bool) (Attr, bool, error) {
+	return s.write(ino, off, data, inGroup)
+}
+
+// killPriv clears what a write or truncate by an unprivileged user, or a
+// change of owner, must clear, by Linux's rules: the setuid bit; the setgid
+// bit if the group may execute, or else (then it marks mandatory locking) if
+// the caller is not in the file's group (inGroup nil: a chown, which keeps
+// it); and the security.capability attribute.
+func killPriv(b *pebble.Batch, a *Attr, inGroup func(gid uint32) bool) {
+	a.Mode &^= S_ISUID
+	if a.Mode&0o010 != 0 || inGroup != nil && !inGroup(a.Gid) {
+		a.Mode &^= S_ISGID
+	}
+	b.Delete(xattrKey(a.Ino, "security.capability"), nil)
+}
+
+func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) bool) (a Attr, modeChanged bool, err error) {
 	if off < 0 {
-		return Attr{}, ErrInvalid
+		return Attr{}, false, ErrInvalid
 	}
 	end := uint64(off) + uint64(len(data))
 	if end > MaxFileSize {
-		return Attr{}, ErrFileTooLarge
+		return Attr{}, false, ErrFileTooLarge
 	}
 	unlock := s.lockInodes(ino)
 	defer unlock()
-	a, err := s.GetAttr(ino)
+	a, err = s.GetAttr(ino)
 	if err != nil {
-		return Attr{}, err
+		return Attr{}, false, err
 	}
 	if a.IsDir() {
-		return Attr{}, ErrIsDir
+		return Attr{}, false, ErrIsDir
 	}
 	// Size the batch up front: growing it copies the data again. Partial
 	// chunks that already hold data are rewritten whole.
@@ -69,7 +101,7 @@ func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
 		var old []byte
 		if start < a.Size { // chunks wholly past the end of the file do not exist
 			if old, err = s.get(chunkKey(ino, ci)); err != nil && err != ErrNotFound {
-				return Attr{}, err
+				return Attr{}, false, err
 			}
 		}
 		chunk := src
@@ -82,11 +114,16 @@ func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
 		b.Set(chunkKey(ino, ci), chunk, nil)
 		pos += n
 	}
+	if kill != nil {
+		mode := a.Mode
+		killPriv(b, &a, kill)
+		modeChanged = a.Mode != mode
+	}
 	ts := now()
 	a.Size = max(a.Size, end)
 	a.Mtime, a.Ctime = ts, ts
 	b.Set(attrKey(ino), a.encode(), nil)
-	return a, s.commit(b)
+	return a, modeChanged, s.commit(b)
 }
 
 // Read reads from off into dst and returns the number of bytes read (short
@@ -175,6 +212,16 @@ func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
 	}
 	if req.Valid&SetGid != 0 {
 		a.Gid = req.Gid
+	}
+	switch {
+	case req.Valid&SetKillPriv != 0:
+		inGroup := req.InGroup
+		if inGroup == nil {
+			inGroup = func(uint32) bool { return false }
+		}
+		killPriv(b, &a, inGroup)
+	case req.Valid&(SetUid|SetGid) != 0 && !a.IsDir():
+		killPriv(b, &a, nil)
 	}
 	if req.Valid&SetSize != 0 {
 		if a.IsDir() {
