@@ -48,6 +48,21 @@ func (d *durableFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...
 	return d.wrap(name, f, err)
 }
 
+// Open drops Pebble's advice that table files are read at random: a file's
+// chunks are stored in order and read in order far more often than not,
+// and each read of ours is a new short iterator, so Pebble's own
+// read-ahead (which needs a long-lived iterator) never starts. The
+// kernel's read-ahead then does the job.
+func (d *durableFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	kept := opts[:0:0]
+	for _, o := range opts {
+		if o != vfs.RandomReadsOption {
+			kept = append(kept, o)
+		}
+	}
+	return d.FS.Open(name, kept...)
+}
+
 func (d *durableFS) Unwrap() vfs.FS { return d.FS }
 
 type walFile struct {
