@@ -28,7 +28,7 @@ bench: build ## benchmark the mount against tmpfs, disk and go-fuse's loopback
 	./bench/run.sh
 
 stress: ## long randomized and parallel tests against the mount
-	FSTEST_LONG=1 $(GO) test -race -count=1 -timeout 60m -run 'FSX|Stress|Crash' ./fs/ ./fstest/ ./kv/
+	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/
 
 fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzOps -fuzztime 2m ./kv/

@@ -41,8 +41,10 @@ func Mount(store *kv.Store, mountpoint string, opts MountOptions) (*fuse.Server,
 		Debug:         opts.Debug,
 		// O_TRUNC arrives with OPEN; clearing setuid/setgid on write is
 		// ours, which spares the kernel a GETXATTR of security.capability
-		// on every write(2).
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
+		// on every write(2); READDIRPLUS only while the reader also looks
+		// entries up (ls -l), so a plain listing of a huge directory does
+		// not fill the kernel's and our tables with inodes.
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2 | fuse.CAP_READDIRPLUS_AUTO,
 	}
 	srv, err := fuse.NewServer(fsys, mountpoint, mo)
 	if err != nil {

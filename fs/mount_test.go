@@ -295,4 +295,83 @@ func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
 	}
 }
 
-var _ = errors.Is
+
+// hugeDirEntries is the size of the directory in TestHugeDirectory:
+// COMPUTERFS_HUGE_DIR entries (make stress: 1,000,000), 50,000 by default.
+func hugeDirEntries(t *testing.T) int {
+	n := 50_000
+	if v := os.Getenv("COMPUTERFS_HUGE_DIR"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			t.Fatalf("COMPUTERFS_HUGE_DIR=%q: %v", v, err)
+		}
+	}
+	return n
+}
+
+func rssKB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int
+			fmt.Sscan(v, &kb)
+			return kb
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+func sh(t *testing.T, dir, script string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestHugeDirectory creates a directory with many entries, lists it after a
+// remount (the daemon's memory must stay flat: listing streams from the
+// store) and removes it.
+func TestHugeDirectory(t *testing.T) {
+	requireRoot(t)
+	n := hugeDirEntries(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store)
+	start := time.Now()
+	sh(t, m.Dir, fmt.Sprintf("mkdir d && cd d && seq -f 'entry-with-a-longish-name-%%09g' %d | xargs touch", n))
+	created := time.Since(start)
+	m.Unmount(t)
+	m.Remount(t)
+
+	before := rssKB(t, m.Pid)
+	start = time.Now()
+	if got := sh(t, m.Dir, "ls -f d | wc -l"); got != fmt.Sprint(n+2) {
+		t.Fatalf("ls -f listed %s entries, want %d", got, n+2)
+	}
+	listed := time.Since(start)
+	growth := rssKB(t, m.Pid) - before
+	t.Logf("%d entries: created in %v, listed in %v; daemon RSS %d KiB, +%d KiB while listing", n, created, listed, before, growth)
+	if growth > 32<<10 {
+		t.Errorf("listing grew the daemon by %d KiB: not streamed", growth)
+	}
+	if got := sh(t, m.Dir, "find d -name 'entry-*7' | wc -l"); got != fmt.Sprint(n/10) {
+		t.Fatalf("find matched %s entries, want %d", got, n/10)
+	}
+	start = time.Now()
+	sh(t, m.Dir, "rm -rf d")
+	t.Logf("removed in %v", time.Since(start))
+	if _, err := os.Stat(filepath.Join(m.Dir, "d")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after rm -rf: %v", err)
+	}
+	m.Unmount(t)
+	if out, err := exec.Command(testmount.Binary(t), "fsck", "--store", store).CombinedOutput(); err != nil {
+		t.Fatalf("fsck: %v\n%s", err, out)
+	}
+}
