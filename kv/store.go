@@ -459,3 +459,7 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
 	panic(fmt.Sprintf(format, args...))
 }
+
+// Metrics returns Pebble's metrics report (levels, flushes, compactions,
+// write amplification), for diagnostics.
+func (s *Store) Metrics() string { return s.db.Metrics().String() }
