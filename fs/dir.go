@@ -38,10 +38,11 @@ func (f *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 }
 
 // readDir streams a directory. Entry offsets are positions in the stream:
-// 1 is ".", 2 is "..", then the entries in name order. The handle remembers
-// the name at its current position, so a sequential reader resumes with a
-// seek in the store; an offset the handle does not know (seekdir to an
-// earlier place) restarts the scan and skips ahead.
+// 1 is ".", 2 is "..", then the entries in name order. The handle keeps the
+// names of its last reply, so a reader that resumes at any of them continues
+// with a seek in the store, whatever was added or removed meanwhile. Only
+// an offset from further back (seekdir to an older telldir) restarts the
+// scan and counts entries, which is exact only if nothing changed.
 func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
 	h := f.handle(in.Fh)
 	if h == nil {
@@ -57,23 +58,36 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 			}
 		}
 	}
+	after, skip := "", uint64(0)
+	if off > 2 {
+		skip = off - 2
+		for _, e := range h.lastBatch {
+			if e.off == off {
+				after, skip = e.name, 0
+				break
+			}
+		}
+	}
+	h.lastBatch = h.lastBatch[:0]
 	add := func(name string, ino uint64, mode uint32, next uint64) bool {
 		e := fuse.DirEntry{Name: name, Ino: ino, Mode: mode, Off: next}
 		if !plus {
-			return out.AddDirEntry(e)
+			if !out.AddDirEntry(e) {
+				return false
+			}
+		} else {
+			eo := out.AddDirLookupEntry(e)
+			if eo == nil {
+				return false
+			}
+			if name != "." && name != ".." {
+				// An entry removed since the scan saw it keeps no attributes.
+				if a, err := f.store.GetAttr(ino); err == nil {
+					f.fillEntry(&a, eo)
+				}
+			}
 		}
-		eo := out.AddDirLookupEntry(e)
-		if eo == nil {
-			return false
-		}
-		if name == "." || name == ".." {
-			return true // no lookup for these
-		}
-		a, err := f.store.GetAttr(ino)
-		if err != nil {
-			return true // raced with a removal: leave the entry without attributes
-		}
-		f.fillEntry(&a, eo)
+		h.lastBatch = append(h.lastBatch, batchEntry{next, name})
 		return true
 	}
 	if off < 1 {
@@ -92,15 +106,7 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 		}
 		off = 2
 	}
-	after := ""
-	skip := uint64(0)
-	if off == h.nextOff && off > 2 {
-		after = h.lastName
-	} else if off > 2 {
-		skip = off - 2 // unknown position: count entries from the start
-	}
-	var err error
-	err = f.store.ReadDir(h.ino, after, func(d kv.Dirent) bool {
+	err := f.store.ReadDir(h.ino, after, func(d kv.Dirent) bool {
 		if skip > 0 {
 			skip--
 			return true
@@ -109,7 +115,6 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 			return false
 		}
 		off++
-		h.nextOff, h.lastName = off, d.Name
 		return true
 	})
 	return f.status("readdir", err)

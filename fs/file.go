@@ -86,6 +86,18 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 	return fuse.OK
 }
 
+// Tmpfile implements TMPFILE: open(2) with O_TMPFILE.
+func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	a, err := f.store.CreateTmpfile(in.NodeId, kv.NewInode{Mode: in.Mode, Uid: in.Uid, Gid: in.Gid})
+	if err != nil {
+		return f.status("tmpfile", err)
+	}
+	f.fillEntry(&a, &out.EntryOut)
+	out.Fh = f.newHandle(a.Ino, in.Flags)
+	out.OpenFlags = fuse.FOPEN_KEEP_CACHE
+	return fuse.OK
+}
+
 // Read implements READ.
 func (f *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	n, a, err := f.store.Read(in.NodeId, int64(in.Offset), buf[:min(len(buf), int(in.Size))])
@@ -169,9 +181,6 @@ func (f *FS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut)
 
 // GetXAttr implements GETXATTR.
 func (f *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
-	if strings.HasPrefix(name, "system.posix_acl_") {
-		return 0, fuse.Status(syscall.EOPNOTSUPP)
-	}
 	v, err := f.store.GetXattr(h.NodeId, name)
 	if err != nil {
 		return 0, f.status("getxattr", err)
@@ -185,11 +194,19 @@ func (f *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, des
 	return uint32(copy(dest, v)), fuse.OK
 }
 
-// ListXAttr implements LISTXATTR.
+// ListXAttr implements LISTXATTR. As on ext4, trusted.* names are listed
+// only to privileged callers (here: uid 0; the request does not carry
+// capabilities).
 func (f *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
-	names, err := f.store.ListXattr(h.NodeId)
+	all, err := f.store.ListXattr(h.NodeId)
 	if err != nil {
 		return 0, f.status("listxattr", err)
+	}
+	names := all[:0]
+	for _, n := range all {
+		if h.Uid == 0 || !strings.HasPrefix(n, "trusted.") {
+			names = append(names, n)
+		}
 	}
 	size := 0
 	for _, n := range names {
@@ -210,9 +227,6 @@ func (f *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (u
 
 // SetXAttr implements SETXATTR.
 func (f *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
-	if strings.HasPrefix(name, "system.") {
-		return fuse.Status(syscall.EOPNOTSUPP)
-	}
 	return f.status("setxattr", f.store.SetXattr(in.NodeId, name, data, in.Flags))
 }
 

@@ -43,10 +43,15 @@ type handle struct {
 	flags uint32
 	mu    sync.Mutex // guards the fields below
 	wrote bool
-	// directory streams: the offset the next entry gets and the name of the
-	// last entry returned, so a READDIR at that offset resumes after it.
-	nextOff  uint64
-	lastName string
+	// directory streams: the entries of the last READDIR reply, so that a
+	// READDIR at the offset of any of them (the kernel may have used only
+	// part of the reply) resumes right after it.
+	lastBatch []batchEntry
+}
+
+type batchEntry struct {
+	off  uint64
+	name string
 }
 
 // New returns the file system for store.
@@ -92,15 +97,25 @@ func (f *FS) status(op string, err error) fuse.Status {
 	return fuse.Status(errno)
 }
 
+// splitTime turns nanoseconds since the epoch into FUSE's seconds (a
+// two's-complement int64 in a uint64) and non-negative nanoseconds.
+func splitTime(ns int64) (uint64, uint32) {
+	sec, nsec := ns/1e9, ns%1e9
+	if nsec < 0 { // times before 1970: floor, not truncate
+		sec, nsec = sec-1, nsec+1e9
+	}
+	return uint64(sec), uint32(nsec)
+}
+
 func (f *FS) fillAttr(a *kv.Attr, out *fuse.Attr) {
 	*out = fuse.Attr{
 		Ino: a.Ino, Size: a.Size, Blocks: a.Blocks,
-		Atime: uint64(a.Atime / 1e9), Atimensec: uint32(a.Atime % 1e9),
-		Mtime: uint64(a.Mtime / 1e9), Mtimensec: uint32(a.Mtime % 1e9),
-		Ctime: uint64(a.Ctime / 1e9), Ctimensec: uint32(a.Ctime % 1e9),
 		Mode: a.Mode, Nlink: a.Nlink, Owner: fuse.Owner{Uid: a.Uid, Gid: a.Gid},
 		Rdev: a.Rdev, Blksize: ioBlockSize,
 	}
+	out.Atime, out.Atimensec = splitTime(a.Atime)
+	out.Mtime, out.Mtimensec = splitTime(a.Mtime)
+	out.Ctime, out.Ctimensec = splitTime(a.Ctime)
 }
 
 // fillEntry answers a request that gives the kernel a new reference to an

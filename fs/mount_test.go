@@ -295,7 +295,6 @@ func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
 	}
 }
 
-
 // hugeDirEntries is the size of the directory in TestHugeDirectory:
 // COMPUTERFS_HUGE_DIR entries (make stress: 1,000,000), 50,000 by default.
 func hugeDirEntries(t *testing.T) int {
@@ -374,4 +373,9 @@ func TestHugeDirectory(t *testing.T) {
 	if out, err := exec.Command(testmount.Binary(t), "fsck", "--store", store).CombinedOutput(); err != nil {
 		t.Fatalf("fsck: %v\n%s", err, out)
 	}
+}
+
+func runFsck(t *testing.T, store string) ([]byte, error) {
+	t.Helper()
+	return exec.Command(testmount.Binary(t), "fsck", "--store", store).CombinedOutput()
 }

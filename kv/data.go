@@ -364,6 +364,7 @@ func (s *Store) Fallocate(ino uint64, mode uint32, off, length int64) (Attr, err
 	}
 	if mode&FallocKeepSize == 0 && end > a.Size {
 		a.Size = end
+		a.Mtime = now()
 	}
 	a.Ctime = now()
 	b.Set(attrKey(ino), a.encode(), nil)

@@ -410,6 +410,9 @@ func checkInvariants(t testing.TB, s *Store, o checkOpts) *rawState {
 	if n := s.inodes.Load(); n != int64(live) {
 		errorf("in-memory inode count %d, %d inodes exist", n, live)
 	}
+	if problems, err := s.Check(0); err != nil || len(problems) > 0 {
+		t.Errorf("Check: %v %q", err, problems)
+	}
 	if fs, err := s.StatFs(); err != nil {
 		t.Errorf("StatFs: %v", err)
 	} else if used := fs.Files - fs.Ffree; used != uint64(live) {

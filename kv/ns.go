@@ -216,6 +216,45 @@ func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
 	return *a, nil
 }
 
+// CreateTmpfile makes a regular file without a name (open(2) with
+// O_TMPFILE in dir): an orphan until Link gives it a name, deleted on
+// Forget or at the next Open otherwise.
+func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
+	n.Mode = n.Mode&^S_IFMT | S_IFREG
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	unlock := s.lockInodes(dir)
+	defer unlock()
+	p, err := s.GetAttr(dir)
+	if err != nil {
+		return Attr{}, err
+	}
+	if !p.IsDir() {
+		return Attr{}, ErrNotDir
+	}
+	ts := now()
+	a := Attr{Ino: s.nextIno, Mode: n.Mode, Uid: n.Uid, Gid: n.Gid, Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
+	if p.Mode&S_ISGID != 0 {
+		a.Gid = p.Gid
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(attrKey(a.Ino), a.encode(), nil)
+	b.Set(orphanKey(a.Ino), []byte{orphanLinkable}, nil)
+	b.Set(keyNextIno, u64(a.Ino+1), nil)
+	b.Set(keyInodes, u64(uint64(s.inodes.Load()+1)), nil)
+	if err := s.commit(b); err != nil {
+		return Attr{}, err
+	}
+	s.nextIno++
+	s.inodes.Add(1)
+	return a, nil
+}
+
+// orphanLinkable marks an orphan that Link may give a name (an O_TMPFILE
+// file); other orphans (unlinked while open) cannot be linked again.
+const orphanLinkable = 1
+
 // Link gives inode ino the additional name name in dir.
 func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
 	if err := checkName(name); err != nil {
@@ -238,10 +277,15 @@ func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
 	switch {
 	case a.IsDir():
 		return Attr{}, ErrPerm
-	case a.Nlink == 0 || p.Nlink == 0:
+	case p.Nlink == 0:
 		return Attr{}, ErrNotFound
 	case a.Nlink >= maxLinks:
 		return Attr{}, ErrTooManyLinks
+	case a.Nlink == 0:
+		if v, err := s.get(orphanKey(ino)); err != nil || len(v) != 1 || v[0] != orphanLinkable {
+			return Attr{}, ErrNotFound // unlinked: it cannot come back
+		}
+		t.b.Delete(orphanKey(ino), nil)
 	}
 	if _, _, err := s.LookupIno(dir, name); err == nil {
 		return Attr{}, ErrExist

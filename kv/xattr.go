@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"strings"
+
 	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
 )
@@ -17,10 +19,31 @@ const (
 	XattrReplace = 2
 )
 
+// checkXattrName accepts the names Linux file systems store: a known
+// namespace and a non-empty name in it. POSIX ACLs (system.posix_acl_*)
+// are not supported.
+func checkXattrName(name string) error {
+	switch {
+	case len(name) > MaxXattrName:
+		return ErrRange
+	case name == "":
+		return ErrInvalid
+	}
+	for _, ns := range []string{"user.", "trusted.", "security."} {
+		if strings.HasPrefix(name, ns) {
+			if len(name) == len(ns) {
+				return ErrInvalid
+			}
+			return nil
+		}
+	}
+	return ErrNotSupported // system.* and unknown namespaces
+}
+
 // GetXattr returns the value of an extended attribute.
 func (s *Store) GetXattr(ino uint64, name string) ([]byte, error) {
-	if len(name) > MaxXattrName {
-		return nil, ErrRange
+	if err := checkXattrName(name); err != nil {
+		return nil, err
 	}
 	v, err := s.get(xattrKey(ino, name))
 	if err == ErrNotFound {
@@ -48,11 +71,10 @@ func (s *Store) ListXattr(ino uint64) ([]string, error) {
 
 // SetXattr sets an extended attribute; flags is 0, XattrCreate or XattrReplace.
 func (s *Store) SetXattr(ino uint64, name string, value []byte, flags uint32) error {
+	if err := checkXattrName(name); err != nil {
+		return err
+	}
 	switch {
-	case name == "":
-		return ErrInvalid
-	case len(name) > MaxXattrName:
-		return ErrRange
 	case len(value) > MaxXattrValue:
 		return ErrTooBig
 	case flags&^(XattrCreate|XattrReplace) != 0:

@@ -1,0 +1,85 @@
+package fs_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/fstest"
+	"github.com/computerfs/computerfs/internal/testmount"
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) {
+	fstest.MaybeRunHelper() // the suite's non-root checks re-execute this binary
+	os.Exit(m.Run())
+}
+
+// knownDifferences is where the mount knowingly differs from tmpfs, the
+// reference, with the reason. fstest fails on names it does not know.
+var knownDifferences = map[string]string{
+	"fallocate/extend":    "space is not reserved ahead: chunks are stored when written, so st_blocks does not grow on fallocate",
+	"fallocate/keep_size": "space is not reserved ahead (see fallocate/extend)",
+	"fallocate/punch_hole": "st_blocks drops per 64 KiB chunk, not per 4 KiB page: a hole that only partly covers a chunk " +
+		"zeroes that chunk's bytes but keeps them stored",
+	"xattr/acl_access":  "POSIX ACLs are not supported (ENOTSUP, as on a file system mounted noacl)",
+	"xattr/acl_default": "POSIX ACLs are not supported (ENOTSUP, as on a file system mounted noacl)",
+}
+
+// TestPOSIX runs the conformance suite against the mount, with the same
+// expectations as against tmpfs (fstest's own tests).
+func TestPOSIX(t *testing.T) {
+	requireRoot(t)
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "store"))
+	if err := os.Chmod(m.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fstest.Run(t, m.Dir, fstest.Options{Skip: knownDifferences})
+}
+
+// tmpfsTwin mounts a tmpfs that every user can reach, as the reference.
+func tmpfsTwin(t *testing.T) string {
+	t.Helper()
+	dir := testmount.PublicDir(t, "computerfs-twin-")
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0755,size=4g"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+func isLong() bool { return os.Getenv("FSTEST_LONG") == "1" }
+
+// TestFSX applies a long seeded sequence of random operations to the mount
+// and to a tmpfs twin and compares them byte for byte.
+func TestFSX(t *testing.T) {
+	requireRoot(t)
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "store"))
+	ops := 3000
+	if isLong() {
+		ops = 100_000
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d, %d operations", seed, ops)
+	fstest.FSX(t, m.Dir, tmpfsTwin(t), seed, ops)
+}
+
+// TestStress runs goroutines and processes that create, rename, link and
+// delete in the same directories of the mount, then checks the tree, and
+// the store with fsck.
+func TestStress(t *testing.T) {
+	requireRoot(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store)
+	opts := fstest.StressOptions{Goroutines: 4, Procs: 3, Duration: 3 * time.Second, Seed: time.Now().UnixNano()}
+	if isLong() {
+		opts.Duration = 2 * time.Minute
+	}
+	fstest.Stress(t, m.Dir, opts)
+	m.Unmount(t)
+	out, err := runFsck(t, store)
+	if err != nil {
+		t.Fatalf("fsck after the stress run: %v\n%s", err, out)
+	}
+}
