@@ -81,8 +81,14 @@ func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) 
 	if err != nil {
 		return Attr{}, false, err
 	}
+	if len(data) == 0 {
+		return a, false, nil // write(2) of nothing changes nothing
+	}
 	if a.IsDir() {
 		return Attr{}, false, ErrIsDir
+	}
+	if !a.IsRegular() {
+		return Attr{}, false, ErrInvalid // only regular files hold data
 	}
 	// Size the batch up front: growing it copies the data again. Partial
 	// chunks that already hold data are rewritten whole.
@@ -127,17 +133,30 @@ func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) 
 }
 
 // Read reads from off into dst and returns the number of bytes read (short
-// only at the end of the file) and the attributes it read with.
+// only at the end of the file) and the attributes it read with. The size
+// and the data come from one iterator, so one consistent view of the store:
+// a read that races with a truncate and a write sees one state or the other.
 func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
-	a, err := s.GetAttr(ino)
+	if off < 0 {
+		return 0, Attr{}, ErrInvalid
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: attrKey(ino), UpperBound: prefixEnd(kindPrefix(ino, kindChunk))})
+	if err != nil {
+		return 0, Attr{}, err
+	}
+	defer it.Close()
+	if !it.First() || it.Key()[len(it.Key())-1] != kindAttr || len(it.Key()) != len(attrKey(ino)) {
+		if err := it.Error(); err != nil {
+			return 0, Attr{}, err
+		}
+		return 0, Attr{}, ErrNotFound
+	}
+	a, err := decodeAttr(it.Value())
 	if err != nil {
 		return 0, a, err
 	}
 	if a.IsDir() {
 		return 0, a, ErrIsDir
-	}
-	if off < 0 {
-		return 0, a, ErrInvalid
 	}
 	if uint64(off) >= a.Size || len(dst) == 0 {
 		return 0, a, nil
@@ -146,12 +165,11 @@ func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
 	n := int(end - uint64(off))
 	clear(dst[:n])
 	first, last := uint64(off)/ChunkSize, (end-1)/ChunkSize
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, first), UpperBound: chunkKey(ino, last+1)})
-	if err != nil {
-		return 0, a, err
-	}
-	for it.First(); it.Valid(); it.Next() {
+	for valid := it.SeekGE(chunkKey(ino, first)); valid; valid = it.Next() {
 		ci := chunkIndex(it.Key())
+		if ci > last {
+			break
+		}
 		v := it.Value()
 		start := ci * ChunkSize
 		// Copy the overlap of [start, start+len(v)) and [off, end).
@@ -160,7 +178,7 @@ func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
 			copy(dst[lo-uint64(off):hi-uint64(off)], v[lo-start:hi-start])
 		}
 	}
-	return n, a, it.Close()
+	return n, a, it.Error()
 }
 
 func chunkIndex(key []byte) uint64 {
@@ -289,32 +307,43 @@ func (s *Store) truncate(b *pebble.Batch, a *Attr, size uint64) error {
 	return nil
 }
 
-// exactBlocksLimit is the largest number of chunks whose stored sizes
-// zeroRange adds up exactly; past it, it assumes full chunks (this affects
-// only st_blocks, and only for huge sparse files).
-const exactBlocksLimit = 1024
+// exactBlocksLimit is how many stored chunks zeroRange counts one by one to
+// keep st_blocks exact. Past it (a huge dense range: counting would read it
+// all) it assumes the rest of the range is stored in full chunks; this
+// affects only st_blocks, and the result is clamped by the callers.
+const exactBlocksLimit = 256
 
 // zeroRange deletes chunks [from, to) of ino and returns the number of
-// blocks they held.
+// blocks they held. A sparse range costs what it stores, not its length.
 func (s *Store) zeroRange(b *pebble.Batch, ino, from, to uint64) (uint64, error) {
 	if from >= to {
 		return 0, nil
 	}
-	var freed uint64
-	if to-from <= exactBlocksLimit {
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, from), UpperBound: chunkKey(ino, to)})
-		if err != nil {
-			return 0, err
-		}
-		for it.First(); it.Valid(); it.Next() {
-			lv := it.LazyValue()
-			freed += blocksFor(uint64(lv.Len()))
-			b.Delete(it.Key(), nil) // point deletions: see deleteInode
-		}
-		return freed, it.Close()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, from), UpperBound: chunkKey(ino, to)})
+	if err != nil {
+		return 0, err
 	}
-	b.DeleteRange(chunkKey(ino, from), chunkKey(ino, to), nil)
-	return (to - from) * blocksFor(ChunkSize), nil
+	var freed uint64
+	var keys [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		if len(keys) == exactBlocksLimit {
+			// Too many to count: delete the rest with one range.
+			rest := chunkIndex(it.Key())
+			freed += (to - rest) * blocksFor(ChunkSize)
+			b.DeleteRange(chunkKey(ino, rest), chunkKey(ino, to), nil)
+			break
+		}
+		lv := it.LazyValue()
+		freed += blocksFor(uint64(lv.Len()))
+		keys = append(keys, append([]byte(nil), it.Key()...))
+	}
+	if err := it.Close(); err != nil {
+		return 0, err
+	}
+	for _, k := range keys { // point deletions: see deleteInode
+		b.Delete(k, nil)
+	}
+	return freed, nil
 }
 
 // Fallocate modes, with Linux's values.

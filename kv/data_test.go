@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const C = ChunkSize
@@ -426,7 +427,7 @@ func TestFallocate(t *testing.T) {
 		gone      []uint64 // chunks that must be deleted
 		mtimeSame bool
 	}{
-		{"extend", 0, 4 * C, 10, 0, 0, 0, 4*C + 10, nil, true},
+		{"extend", 0, 4 * C, 10, 0, 0, 0, 4*C + 10, nil, false},
 		{"inside", 0, 10, 10, 0, 0, 0, size, nil, true},
 		{"keep size past the end", FallocKeepSize, size, C, 0, 0, 0, size, nil, true},
 		{"punch in one chunk", FallocPunchHole | FallocKeepSize, 100, 200, 0, 100, 300, size, nil, false},
@@ -633,4 +634,158 @@ func TestAtime(t *testing.T) {
 		}
 	}
 	wantErrno(t, "TouchAtime of a missing inode", s.TouchAtime(999), syscall.ENOENT)
+}
+
+// Write and Read are for regular files: a write to a symlink would store
+// data under it and break its st_size (which must be the target's length),
+// and fifos and devices hold no data in the store.
+func TestWriteNonRegular(t *testing.T) {
+	s := newStore(t)
+	for _, in := range []NewInode{
+		{Mode: S_IFLNK | 0o777, Target: "target"},
+		{Mode: S_IFIFO | 0o644},
+		{Mode: S_IFCHR | 0o644, Rdev: 5},
+		{Mode: S_IFSOCK | 0o644},
+	} {
+		a := must[Attr](t, "create")(s.Create(RootIno, fmt.Sprintf("%o", in.Mode), in))
+		_, err := s.Write(a.Ino, 0, []byte("data"))
+		wantErrno(t, fmt.Sprintf("Write to mode %o", in.Mode), err, syscall.EINVAL)
+		if b := getattr(t, s, a.Ino); b.Size != a.Size || b.Blocks != 0 {
+			t.Errorf("mode %o: a refused write changed the size to %d, blocks %d", in.Mode, b.Size, b.Blocks)
+		}
+	}
+	checkInvariants(t, s, checkOpts{})
+}
+
+// Linux's rules for what a write, a truncate and a chown by an unprivileged
+// user clear: setuid always; setgid if the group may execute (otherwise it
+// marks mandatory locking and stays, unless the writer is not in the group
+// and it is a write or truncate); security.capability always.
+func TestKillPriv(t *testing.T) {
+	inGroup := func(g uint32) bool { return g == 10 }
+	tests := []struct {
+		name        string
+		mode        uint32
+		gid         uint32
+		do          func(s *Store, ino uint64) (Attr, error)
+		wantMode    uint32
+		wantCapGone bool
+	}{
+		{"write, suid+sgid+gx", 0o6755, 10, func(s *Store, ino uint64) (Attr, error) {
+			a, _, err := s.WriteKillPriv(ino, 0, []byte("x"), inGroup)
+			return a, err
+		}, 0o755, true},
+		{"write, sgid without gx, in group", 0o2644, 10, func(s *Store, ino uint64) (Attr, error) {
+			a, _, err := s.WriteKillPriv(ino, 0, []byte("x"), inGroup)
+			return a, err
+		}, 0o2644, true},
+		{"write, sgid without gx, not in group", 0o2644, 11, func(s *Store, ino uint64) (Attr, error) {
+			a, _, err := s.WriteKillPriv(ino, 0, []byte("x"), inGroup)
+			return a, err
+		}, 0o644, true},
+		{"plain write keeps everything", 0o6755, 11, func(s *Store, ino uint64) (Attr, error) {
+			return s.Write(ino, 0, []byte("x"))
+		}, 0o6755, false},
+		{"truncate with kill", 0o4755, 10, func(s *Store, ino uint64) (Attr, error) {
+			return s.SetAttr(ino, SetAttrRequest{Valid: SetSize | SetKillPriv, Size: 0, InGroup: inGroup})
+		}, 0o755, true},
+		{"kill without InGroup: not in the group", 0o2644, 10, func(s *Store, ino uint64) (Attr, error) {
+			return s.SetAttr(ino, SetAttrRequest{Valid: SetKillPriv})
+		}, 0o644, true},
+		{"chown clears suid and sgid+gx", 0o6755, 10, func(s *Store, ino uint64) (Attr, error) {
+			return s.SetAttr(ino, SetAttrRequest{Valid: SetUid, Uid: 5})
+		}, 0o755, true},
+		{"chgrp keeps sgid without gx", 0o2644, 10, func(s *Store, ino uint64) (Attr, error) {
+			return s.SetAttr(ino, SetAttrRequest{Valid: SetGid, Gid: 11})
+		}, 0o2644, true},
+		{"chmod alone keeps capabilities", 0o644, 10, func(s *Store, ino uint64) (Attr, error) {
+			return s.SetAttr(ino, SetAttrRequest{Valid: SetMode, Mode: 0o6755})
+		}, 0o6755, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			f := must[Attr](t, "create")(s.Create(RootIno, "f", NewInode{Mode: S_IFREG | tc.mode, Gid: tc.gid}))
+			must0(t, s.SetXattr(f.Ino, "security.capability", []byte("cap"), 0))
+			a, err := tc.do(s, f.Ino)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Mode != S_IFREG|tc.wantMode {
+				t.Errorf("mode %o, want %o", a.Mode&^S_IFMT, tc.wantMode)
+			}
+			if got := getattr(t, s, f.Ino); got != a {
+				t.Errorf("GetAttr %+v, returned %+v", got, a)
+			}
+			_, err = s.GetXattr(f.Ino, "security.capability")
+			if gone := Errno(err) == syscall.ENODATA; gone != tc.wantCapGone {
+				t.Errorf("capability removed: %v, want %v (%v)", gone, tc.wantCapGone, err)
+			}
+		})
+	}
+	// A directory's setgid survives a chown.
+	s := newStore(t)
+	d := must[Attr](t, "mkdir")(s.Create(RootIno, "d", NewInode{Mode: S_IFDIR | 0o2775}))
+	if a := must[Attr](t, "chown")(s.SetAttr(d.Ino, SetAttrRequest{Valid: SetUid | SetGid, Uid: 1, Gid: 1})); a.Mode != S_IFDIR|0o2775 {
+		t.Errorf("directory mode after chown %o", a.Mode)
+	}
+	// WriteKillPriv reports whether the mode changed.
+	f := must[Attr](t, "create")(s.Create(RootIno, "f", NewInode{Mode: S_IFREG | 0o4755}))
+	if _, changed, err := s.WriteKillPriv(f.Ino, 0, []byte("x"), inGroup); err != nil || !changed {
+		t.Errorf("first write: changed %v, %v", changed, err)
+	}
+	if _, changed, err := s.WriteKillPriv(f.Ino, 0, []byte("x"), inGroup); err != nil || changed {
+		t.Errorf("second write: changed %v, %v", changed, err)
+	}
+}
+
+// A read sees one state of the file: its size and its data from the same
+// moment. Here a writer keeps truncating the file to 0 and writing it full
+// of 'A' again; a reader must get either nothing or only 'A's, never the
+// zeros of a size read before a truncate and data read after it.
+func TestReadConsistentWithTruncate(t *testing.T) {
+	s := newStore(t)
+	f := mkfile(t, s, RootIno, "f")
+	full := bytes.Repeat([]byte{'A'}, 2*C)
+	write(t, s, f.Ino, 0, full)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.SetAttr(f.Ino, SetAttrRequest{Valid: SetSize, Size: 0}); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := s.Write(f.Ino, 0, full); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 2*C)
+	bad, n := 0, 0
+	limit := 1500 * time.Millisecond
+	if testing.Short() {
+		limit = 300 * time.Millisecond
+	}
+	for start := time.Now(); time.Since(start) < limit && bad == 0; n++ {
+		got, _, err := s.Read(f.Ino, 0, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.IndexByte(buf[:got], 0) >= 0 {
+			bad++
+		}
+	}
+	close(stop)
+	<-done
+	if bad > 0 {
+		t.Errorf("%d of %d reads returned zeros that the file never held", bad, n)
+	}
 }

@@ -486,6 +486,19 @@ func storeView(t testing.TB, s *Store, dir uint64, data bool) view {
 	return v
 }
 
+// equal reports whether two views are the same.
+func (v view) equal(w view) bool {
+	if len(v) != len(w) {
+		return false
+	}
+	for k, e := range v {
+		if f, ok := w[k]; !ok || e != f {
+			return false
+		}
+	}
+	return true
+}
+
 // diff describes how two views differ ("" if they are equal).
 func (v view) diff(w view) string {
 	var keys []string
@@ -545,4 +558,33 @@ func plantKey(t testing.TB, s *Store, key, value []byte) {
 	if err := s.db.Set(key, value, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bulkCreateFiles writes the records Create would write for empty regular
+// files named names in dir, many per batch. Only for building huge
+// directories under the race detector, where Create is slow.
+func bulkCreateFiles(t testing.TB, s *Store, dir uint64, names []string) {
+	t.Helper()
+	s.nsMu.Lock()
+	defer s.nsMu.Unlock()
+	ts := now()
+	b := s.db.NewBatch()
+	for i, name := range names {
+		a := Attr{Ino: s.nextIno, Mode: S_IFREG | 0o644, Nlink: 1, Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
+		b.Set(attrKey(a.Ino), a.encode(), nil)
+		b.Set(direntKey(dir, name), encodeDirent(a.Ino, a.Mode), nil)
+		b.Set(backrefKey(a.Ino, dir, name), nil, nil)
+		s.nextIno++
+		s.inodes.Add(1)
+		if i%5000 == 4999 || i == len(names)-1 {
+			b.Set(keyNextIno, u64(s.nextIno), nil)
+			b.Set(keyInodes, u64(uint64(s.inodes.Load())), nil)
+			if err := s.commit(b); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			b = s.db.NewBatch()
+		}
+	}
+	b.Close()
 }

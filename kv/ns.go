@@ -427,6 +427,8 @@ func (s *Store) deleteInode(b *pebble.Batch, ino uint64) error {
 func (s *Store) Forget(ino uint64) error {
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
+	unlock := s.lockInodes(ino) // no write may resurrect what we delete
+	defer unlock()
 	a, err := s.GetAttr(ino)
 	if err != nil || a.Nlink > 0 {
 		return nil
@@ -495,6 +497,9 @@ func (s *Store) Rename(oldDir uint64, oldName string, newDir uint64, newName str
 		return ErrNotFound
 	}
 	srcDir, dstDir := srcType == S_IFDIR, dst != 0 && dstType == S_IFDIR
+	if srcDir && oldDir != newDir && !dstDir && np.Nlink >= maxLinks {
+		return ErrTooManyLinks
+	}
 	if srcDir && oldDir != newDir {
 		if err := s.checkNotAncestor(src, newDir); err != nil {
 			return err
@@ -544,6 +549,13 @@ func (s *Store) Rename(oldDir uint64, oldName string, newDir uint64, newName str
 		t.b.Set(backrefKey(dst, oldDir, oldName), nil, nil)
 		t.b.Set(direntKey(oldDir, oldName), encodeDirent(dst, dstType), nil)
 		if srcDir != dstDir && oldDir != newDir {
+			gainer := op // the directory that gains a subdirectory
+			if srcDir {
+				gainer = np
+			}
+			if gainer.Nlink >= maxLinks {
+				return ErrTooManyLinks
+			}
 			if srcDir { // a directory moved to newDir, a non-directory back
 				op.Nlink--
 				np.Nlink++

@@ -262,3 +262,81 @@ func TestReopenKeepsEverything(t *testing.T) {
 		t.Fatal("file contents changed across reopen")
 	}
 }
+
+// Check finds each kind of damage (the other tests use it, through
+// checkInvariants, on healthy stores).
+func TestCheckFindsDamage(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, s *Store, f, d, l uint64)
+		want   string // in one of the problems
+	}{
+		{"entry for a missing inode", func(t *testing.T, s *Store, f, d, l uint64) {
+			plantKey(t, s, direntKey(RootIno, "ghost"), encodeDirent(999, S_IFREG))
+		}, "-> 999"},
+		{"entry of the wrong type", func(t *testing.T, s *Store, f, d, l uint64) {
+			plantKey(t, s, direntKey(RootIno, "f"), encodeDirent(f, S_IFDIR))
+		}, "type"},
+		{"file nlink too high", func(t *testing.T, s *Store, f, d, l uint64) { setNlink(t, s, f, 2) }, "nlink 2 but 1 names"},
+		{"directory nlink wrong", func(t *testing.T, s *Store, f, d, l uint64) { setNlink(t, s, d, 5) }, "nlink 5"},
+		{"leaked inode", func(t *testing.T, s *Store, f, d, l uint64) {
+			a := Attr{Ino: 50, Mode: S_IFREG | 0o644}
+			plantKey(t, s, attrKey(50), a.encode())
+		}, "leaked"},
+		{"data past the size", func(t *testing.T, s *Store, f, d, l uint64) {
+			plantKey(t, s, chunkKey(f, 5), []byte("x"))
+		}, "past its size"},
+		{"back reference without entry", func(t *testing.T, s *Store, f, d, l uint64) {
+			plantKey(t, s, backrefKey(f, RootIno, "other"), nil)
+		}, "has no entry"},
+		{"entry without back reference", func(t *testing.T, s *Store, f, d, l uint64) {
+			deleteKey(t, s, backrefKey(f, RootIno, "f"))
+		}, "no back reference"},
+		{"keys without attributes", func(t *testing.T, s *Store, f, d, l uint64) {
+			plantKey(t, s, xattrKey(40, "user.x"), []byte("v"))
+		}, "no attributes"},
+		{"symlink without target", func(t *testing.T, s *Store, f, d, l uint64) { deleteKey(t, s, linkKey(l)) }, "no target"},
+		{"inode count", func(t *testing.T, s *Store, f, d, l uint64) { plantKey(t, s, keyInodes, u64(7)) }, "inode count"},
+		{"next inode", func(t *testing.T, s *Store, f, d, l uint64) { plantKey(t, s, keyNextIno, u64(2)) }, "next inode"},
+		{"undecodable attributes", func(t *testing.T, s *Store, f, d, l uint64) { plantKey(t, s, attrKey(f), []byte{1, 2}) }, "corrupt"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			buildTree(t, s, `f:data d/ d/sub/ l->f`)
+			if p, err := s.Check(0); err != nil || len(p) != 0 {
+				t.Fatalf("Check of a healthy store: %q, %v", p, err)
+			}
+			tc.damage(t, s, resolve(t, s, "f"), resolve(t, s, "d"), resolve(t, s, "l"))
+			problems, err := s.Check(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range problems {
+				found = found || strings.Contains(p, tc.want)
+			}
+			if !found {
+				t.Fatalf("Check found %q, want a problem mentioning %q", problems, tc.want)
+			}
+			if p, _ := s.Check(1); len(p) != 1 {
+				t.Fatalf("Check(1) returned %d problems", len(p))
+			}
+		})
+	}
+}
+
+func deleteKey(t *testing.T, s *Store, key []byte) {
+	t.Helper()
+	if err := s.db.Delete(key, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	s := newStore(t)
+	mkfile(t, s, RootIno, "f")
+	if m := s.Metrics(); !strings.Contains(m, "WAL") && len(m) < 100 {
+		t.Fatalf("Metrics() = %q", m)
+	}
+}

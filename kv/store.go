@@ -162,13 +162,16 @@ func checkStoreDir(dir string) (fresh bool, err error) {
 	if empty {
 		return true, nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, "db", "CURRENT")); err == nil {
-		return false, nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
-		// A db directory without CURRENT: a creation that was interrupted
-		// before Pebble wrote anything lasting. Let Pebble decide.
-		return false, nil
+	if dbEntries, err := os.ReadDir(filepath.Join(dir, "db")); err == nil {
+		for _, e := range dbEntries {
+			n := e.Name()
+			if n == "CURRENT" || strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker.manifest.") {
+				return false, nil // a Pebble database: loadMeta checks it is ours
+			}
+		}
+		// A db directory without a manifest: a creation that was
+		// interrupted before Pebble wrote anything lasting. Start again.
+		return true, nil
 	}
 	return false, fmt.Errorf("store %s: %w (the directory is not empty and has no db/)", dir, ErrNotStore)
 }
@@ -222,7 +225,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		return fmt.Errorf("open store %s: %w", s.dir, err)
 	}
 	s.db = db
-	if err := s.loadMeta(fresh); err != nil {
+	if err := s.loadMeta(); err != nil {
 		db.Close()
 		return err
 	}
@@ -231,13 +234,19 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 
 // loadMeta checks the format version, creates the root directory of a new
 // store and removes orphans left by a crash.
-func (s *Store) loadMeta(fresh bool) error {
+func (s *Store) loadMeta() error {
 	v, err := s.getUint64(keyFormat)
 	switch {
-	case errors.Is(err, ErrNotFound) && fresh:
-		return s.initialize()
 	case errors.Is(err, ErrNotFound):
-		return fmt.Errorf("store %s: %w (no format version)", s.dir, ErrNotStore)
+		// A database with no keys at all is a new store, or one whose
+		// creation stopped before its first batch (which writes the format
+		// with the root). Anything else is not ours: leave it alone.
+		if empty, err := s.isEmpty(); err != nil {
+			return err
+		} else if empty {
+			return s.initialize()
+		}
+		return fmt.Errorf("store %s: %w (a database without a format version)", s.dir, ErrNotStore)
 	case err != nil:
 		return err
 	case v > FormatVersion:
@@ -252,6 +261,15 @@ func (s *Store) loadMeta(fresh bool) error {
 	}
 	s.inodes.Store(int64(n))
 	return s.purgeOrphans()
+}
+
+func (s *Store) isEmpty() (bool, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	empty := !it.First()
+	return empty, it.Close()
 }
 
 func (s *Store) initialize() error {

@@ -11,7 +11,7 @@ func TestXattr(t *testing.T) {
 	clock := fakeClock(t)
 	s := newStore(t)
 	f := mkfile(t, s, RootIno, "f")
-	long := strings.Repeat("n", MaxXattrName)
+	long := "user." + strings.Repeat("n", MaxXattrName-len("user."))
 	type op struct {
 		name   string
 		do     string // set, get, remove
@@ -44,6 +44,14 @@ func TestXattr(t *testing.T) {
 		{"largest value", "set", "user.big", bytes.Repeat([]byte{7}, MaxXattrValue), 0, 0, ""},
 		{"value too big", "set", "user.big2", make([]byte, MaxXattrValue+1), 0, syscall.E2BIG, ""},
 		{"empty name", "set", "", []byte("x"), 0, syscall.EINVAL, ""},
+		{"security namespace", "set", "security.x", []byte("s"), 0, 0, ""},
+		{"namespace only", "set", "user.", []byte("x"), 0, syscall.EINVAL, ""},
+		{"get namespace only", "get", "trusted.", nil, 0, syscall.EINVAL, ""},
+		{"no namespace", "set", "foo", []byte("x"), 0, syscall.EOPNOTSUPP, ""},
+		{"POSIX ACL", "set", "system.posix_acl_access", []byte("x"), 0, syscall.EOPNOTSUPP, ""},
+		{"get POSIX ACL", "get", "system.posix_acl_default", nil, 0, syscall.EOPNOTSUPP, ""},
+		{"remove unknown namespace", "remove", "os2.x", nil, 0, syscall.EOPNOTSUPP, ""},
+		{"prefix without dot", "set", "userx", []byte("x"), 0, syscall.EOPNOTSUPP, ""},
 		{"bad flags", "set", "user.c", []byte("x"), 4, syscall.EINVAL, ""},
 		{"remove", "remove", "user.a", nil, 0, 0, ""},
 		{"get removed", "get", "user.a", nil, 0, syscall.ENODATA, ""},
@@ -78,7 +86,7 @@ func TestXattr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{long, "trusted.b", "user.big", "user.empty"}
+	want := []string{"security.x", "trusted.b", "user.big", "user.empty", long}
 	if strings.Join(list, ",") != strings.Join(want, ",") {
 		t.Fatalf("ListXattr = %q, want %q", list, want)
 	}
