@@ -379,3 +379,26 @@ func runFsck(t *testing.T, store string) ([]byte, error) {
 	t.Helper()
 	return exec.Command(testmount.Binary(t), "fsck", "--store", store).CombinedOutput()
 }
+
+// TestIdleMemory: a mounted workspace that holds data but is idle stays
+// under 64 MiB of RSS; the data lives on disk, not in memory.
+func TestIdleMemory(t *testing.T) {
+	requireRoot(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store)
+	const limitKB = 64 << 10
+	if kb := rssKB(t, m.Pid); kb > limitKB {
+		t.Errorf("new empty workspace: daemon RSS %d KiB, want under %d KiB", kb, limitKB)
+	}
+	// 256 MiB of data and 2,000 files, then a remount: idle again.
+	sh(t, m.Dir, "dd if=/dev/urandom of=big bs=1M count=256 status=none && mkdir d && cd d && seq 2000 | xargs touch")
+	m.Unmount(t)
+	m.Remount(t)
+	sh(t, m.Dir, "ls -lR >/dev/null && md5sum big >/dev/null")
+	time.Sleep(200 * time.Millisecond)
+	kb := rssKB(t, m.Pid)
+	t.Logf("after reading a 256 MiB workspace: daemon RSS %d KiB", kb)
+	if kb > limitKB {
+		t.Errorf("idle workspace holding 256 MiB: daemon RSS %d KiB, want under %d KiB", kb, limitKB)
+	}
+}

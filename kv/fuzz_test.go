@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"fmt"
 	"math/rand"
 	"strings"
 	"syscall"
@@ -75,12 +76,21 @@ func FuzzOps(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s)
 	}
+	// One store for all the inputs a fuzzing process runs (opening one
+	// costs more than a short input): each input works in a directory of
+	// its own, removed afterwards.
+	s := openStore(f, f.TempDir()+"/store")
+	runs := 0
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) > 4*200 {
-			data = data[:4*200]
+		if len(data) > 4*64 {
+			data = data[:4*64]
 		}
-		s := newStore(t)
-		runOps(t, s, decodeOps(data))
+		runs++
+		name := fmt.Sprint("run", runs)
+		base := mkdir(t, s, RootIno, name).Ino
+		runOps(t, s, base, decodeOps(data))
+		removeAll(t, s, base)
+		must0(t, s.Rmdir(RootIno, name))
 	})
 }
 
@@ -96,7 +106,7 @@ func TestModelOps(t *testing.T) {
 		b := make([]byte, 4*n)
 		r.Read(b)
 		s := newStore(t)
-		ran, ok := runOps(t, s, decodeOps(b))
+		ran, ok := runOps(t, s, RootIno, decodeOps(b))
 		t.Logf("%d operations: %d ran, %d succeeded", n, ran, ok)
 	}
 }

@@ -36,10 +36,14 @@ func (n *mNode) nlink() uint32 {
 	return l
 }
 
-type model struct{ root *mNode }
+// model is a tree whose root stands for the store's directory base.
+type model struct {
+	root *mNode
+	base uint64
+}
 
 func newModel() *model {
-	return &model{root: &mNode{typ: S_IFDIR, perm: 0o755, kids: map[string]*mNode{}}}
+	return &model{root: &mNode{typ: S_IFDIR, perm: 0o755, kids: map[string]*mNode{}}, base: RootIno}
 }
 
 // lookup resolves a path; ok is false if a component is missing or an
@@ -321,7 +325,7 @@ func resolveDirs(t testing.TB, s *Store, m *model, o *op) (sd1, sd2 uint64, md1,
 		sd, ok := resolveBoth(t, s, m, *o, p)
 		if !ok {
 			*idx = 0
-			return RootIno, m.root
+			return m.base, m.root
 		}
 		return sd, m.mustLookup(p)
 	}
@@ -343,7 +347,7 @@ func resolveBoth(t testing.TB, s *Store, m *model, o op, p string) (uint64, bool
 	if s == nil {
 		return 0, ok
 	}
-	ino, err := lookupPath(s, p)
+	ino, err := lookupFrom(s, m.base, p)
 	if (err == nil) != ok {
 		t.Fatalf("%v: %s resolves differently: store %v, model %v", o, p, err, ok)
 	}
@@ -460,12 +464,14 @@ func modelDataOp(n *mNode, o op, seq int) syscall.Errno {
 	return 0
 }
 
-// runOps applies ops to a fresh store and model and fails at the first
+// runOps applies ops to the directory base of a store and to a fresh model
+// and fails at the first
 // difference. It returns how many operations ran (were not skipped) and how
 // many of those succeeded.
-func runOps(t testing.TB, s *Store, ops []op) (ran, ok int) {
+func runOps(t testing.TB, s *Store, base uint64, ops []op) (ran, ok int) {
 	t.Helper()
 	m := newModel()
+	m.base = base
 	var trace []string
 	for i, o := range ops {
 		r := apply(t, s, m, o, i)
@@ -483,11 +489,11 @@ func runOps(t testing.TB, s *Store, ops []op) (ran, ok int) {
 			t.Fatalf("operations:\n%s\nthe store answered %v (%d), the model %v (%d)",
 				strings.Join(trace, "\n"), r.store, int(r.store), r.model, int(r.model))
 		}
-		if d := m.view(false).diff(storeView(t, s, RootIno, false)); d != "" {
+		if d := m.view(false).diff(storeView(t, s, base, false)); d != "" {
 			t.Fatalf("operations:\n%s\nmodel (first) and store (second) differ:\n%s", strings.Join(trace, "\n"), d)
 		}
 		if r.file != "" && r.model == 0 {
-			mv, sv := m.view(true)[r.file], storeView(t, s, RootIno, true)[r.file]
+			mv, sv := m.view(true)[r.file], storeView(t, s, base, true)[r.file]
 			if mv.Data != sv.Data {
 				n := min(len(mv.Data), len(sv.Data))
 				t.Fatalf("operations:\n%s\ncontents of %s differ at byte %d", strings.Join(trace, "\n"), r.file,
@@ -495,7 +501,7 @@ func runOps(t testing.TB, s *Store, ops []op) (ran, ok int) {
 			}
 		}
 	}
-	if d := m.view(true).diff(storeView(t, s, RootIno, true)); d != "" {
+	if d := m.view(true).diff(storeView(t, s, base, true)); d != "" {
 		t.Fatalf("operations:\n%s\nat the end, model and store differ:\n%s", strings.Join(trace, "\n"), d)
 	}
 	checkInvariants(t, s, checkOpts{})

@@ -48,7 +48,7 @@ var ErrNewerFormat = errors.New("store has a newer format version")
 
 // Options configure Open. The zero value is usable.
 type Options struct {
-	// CacheSize is the size of Pebble's block cache in bytes (default 32 MiB).
+	// CacheSize is the size of Pebble's block cache in bytes (default 16 MiB).
 	CacheSize int64
 	// MemTableSize is the largest size of one Pebble memtable (default 64
 	// MiB; memtables start small and grow only while writes keep coming).
@@ -93,7 +93,7 @@ type Store struct {
 // store was written by a newer computerfs.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheSize <= 0 {
-		opts.CacheSize = 32 << 20
+		opts.CacheSize = 16 << 20
 	}
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 64 << 20

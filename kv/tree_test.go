@@ -62,8 +62,11 @@ func resolve(t testing.TB, s *Store, p string) uint64 {
 	return ino
 }
 
-func lookupPath(s *Store, p string) (uint64, error) {
-	ino := uint64(RootIno)
+func lookupPath(s *Store, p string) (uint64, error) { return lookupFrom(s, RootIno, p) }
+
+// lookupFrom resolves a relative path from the directory base.
+func lookupFrom(s *Store, base uint64, p string) (uint64, error) {
+	ino := base
 	if p == "." || p == "" || p == "/" {
 		return ino, nil
 	}
@@ -87,3 +90,18 @@ func treeView(t testing.TB, spec string) view {
 
 // rootNlink returns the root's link count.
 func rootNlink(t testing.TB, s *Store) uint32 { return getattr(t, s, RootIno).Nlink }
+
+// removeAll removes everything below dir.
+func removeAll(t testing.TB, s *Store, dir uint64) {
+	t.Helper()
+	var ents []Dirent
+	must0(t, s.ReadDir(dir, "", func(d Dirent) bool { ents = append(ents, d); return true }))
+	for _, e := range ents {
+		if e.Type == S_IFDIR {
+			removeAll(t, s, e.Ino)
+			must0(t, s.Rmdir(dir, e.Name))
+		} else {
+			must0(t, s.Unlink(dir, e.Name))
+		}
+	}
+}

@@ -122,7 +122,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	store := fset.String("store", "", "store directory (created if missing)")
 	background := fset.Bool("background", false, "run as a daemon; return once the mount answers")
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
-	cacheMiB := fset.Int64("cache-size", 32, "Pebble block cache size in MiB")
+	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
 	debug := fset.Bool("debug", false, "log every FUSE request")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fset.String("log-format", "text", "log format: text or json")
