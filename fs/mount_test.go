@@ -342,7 +342,7 @@ func TestHugeDirectory(t *testing.T) {
 	requireRoot(t)
 	n := hugeDirEntries(t)
 	store := filepath.Join(t.TempDir(), "store")
-	m := testmount.Start(t, store)
+	m := testmount.StartPlain(t, store) // memory is measured: no race detector
 	start := time.Now()
 	sh(t, m.Dir, fmt.Sprintf("mkdir d && cd d && seq -f 'entry-with-a-longish-name-%%09g' %d | xargs touch", n))
 	created := time.Since(start)
@@ -385,7 +385,7 @@ func runFsck(t *testing.T, store string) ([]byte, error) {
 func TestIdleMemory(t *testing.T) {
 	requireRoot(t)
 	store := filepath.Join(t.TempDir(), "store")
-	m := testmount.Start(t, store)
+	m := testmount.StartPlain(t, store) // memory is measured: no race detector
 	const limitKB = 64 << 10
 	if kb := rssKB(t, m.Pid); kb > limitKB {
 		t.Errorf("new empty workspace: daemon RSS %d KiB, want under %d KiB", kb, limitKB)

@@ -20,38 +20,48 @@ import (
 	"time"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// Binary returns the path of a computerfs binary built from this checkout.
-func Binary(t testing.TB) string {
+var builds = map[bool]*build{false: {}, true: {}}
+
+// Binary returns the path of a computerfs binary built from this checkout,
+// with the race detector when the test binary has it.
+func Binary(t testing.TB) string { return binary(t, raceEnabled) }
+
+// PlainBinary returns a computerfs binary without the race detector, for
+// tests that measure memory or time.
+func PlainBinary(t testing.TB) string { return binary(t, false) }
+
+func binary(t testing.TB, race bool) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b := builds[race]
+	b.once.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
 		dir, err := os.MkdirTemp("", "computerfs-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "computerfs")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
+		b.path = filepath.Join(dir, "computerfs")
+		args := []string{"build", "-o", b.path}
+		if race {
 			args = append(args, "-race")
 		}
 		cmd := exec.Command("go", append(args, "./cmd/computerfs")...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/computerfs: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build ./cmd/computerfs: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
 
 // Mount is a running daemon serving a store.
@@ -79,10 +89,23 @@ func PublicDir(t testing.TB, pattern string) string {
 }
 
 // Start mounts store (created if missing) on a fresh mount point with
-// `computerfs mount --background` and unmounts it when the test ends.
+// `computerfs mount --background` and unmounts it when the test ends. The
+// daemon has the race detector if the test has it.
 func Start(t testing.TB, store string, args ...string) *Mount {
 	t.Helper()
-	m := &Mount{Dir: PublicDir(t, "computerfs-mnt-"), Store: store, bin: Binary(t)}
+	return start(t, Binary(t), store, args...)
+}
+
+// StartPlain is Start with a daemon built without the race detector, for
+// tests that measure its memory or speed.
+func StartPlain(t testing.TB, store string, args ...string) *Mount {
+	t.Helper()
+	return start(t, PlainBinary(t), store, args...)
+}
+
+func start(t testing.TB, bin, store string, args ...string) *Mount {
+	t.Helper()
+	m := &Mount{Dir: PublicDir(t, "computerfs-mnt-"), Store: store, bin: bin}
 	m.start(t, args...)
 	t.Cleanup(func() { m.Unmount(t) })
 	return m
