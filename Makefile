@@ -31,8 +31,8 @@ stress: ## long randomized and parallel tests against the mount
 	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/
 
 fuzz: ## fuzz the store's operations and name handling for a while
-	$(GO) test -run '^$$' -fuzz FuzzOps -fuzztime 2m ./kv/
-	$(GO) test -run '^$$' -fuzz FuzzName -fuzztime 1m ./kv/
+	$(GO) test -run '^$$' -fuzz FuzzOps -fuzztime 2m -fuzzminimizetime 5s ./kv/
+	$(GO) test -run '^$$' -fuzz FuzzName -fuzztime 1m -fuzzminimizetime 5s ./kv/
 
 run: build ## demo: mount a workspace and clone a local git repository into it
 	./scripts/demo.sh

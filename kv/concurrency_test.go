@@ -11,7 +11,8 @@ import (
 // Many goroutines create, link, rename, unlink and write in a few shared
 // directories (and in subdirectories that move between them) while others
 // read; afterwards the tree must satisfy every invariant. Run it with -race.
-func TestConcurrentOps(t *testing.T) {
+// FSTEST_LONG=1 (make stress) makes it longer.
+func TestStressConcurrentOps(t *testing.T) {
 	s := newStore(t)
 	// Some inodes are "in use" when they lose their last name, so that
 	// orphans are made concurrently too.
@@ -23,6 +24,9 @@ func TestConcurrentOps(t *testing.T) {
 	workers, opsPer := 8, 400
 	if testing.Short() {
 		opsPer = 100
+	}
+	if longTests() {
+		opsPer = 5000
 	}
 	names := []string{"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7"}
 	var stop atomic.Bool

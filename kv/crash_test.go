@@ -102,6 +102,11 @@ func TestCrash(t *testing.T) {
 	if testing.Short() {
 		delays = delays[2:4]
 	}
+	if longTests() {
+		for i := 0; i < 40; i++ {
+			delays = append(delays, time.Duration(10+i*25))
+		}
+	}
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for round, d := range delays {
 		seed := int64(round + 1)

@@ -284,11 +284,14 @@ func (s *Store) truncate(b *pebble.Batch, a *Attr, size uint64) error {
 		return nil
 	}
 	keep := (size + ChunkSize - 1) / ChunkSize // chunks [0, keep) stay
-	freed, err := s.zeroRange(b, a.Ino, keep, (a.Size+ChunkSize-1)/ChunkSize)
+	freed, exact, err := s.zeroRange(b, a.Ino, keep, (a.Size+ChunkSize-1)/ChunkSize)
 	if err != nil {
 		return err
 	}
 	a.Blocks -= min(a.Blocks, freed)
+	if !exact {
+		a.Blocks = s.countBlocks(a.Ino, a.Blocks, [2]uint64{0, keep})
+	}
 	if tail := size % ChunkSize; tail != 0 {
 		ci := size / ChunkSize
 		old, err := s.get(chunkKey(a.Ino, ci))
@@ -307,30 +310,30 @@ func (s *Store) truncate(b *pebble.Batch, a *Attr, size uint64) error {
 	return nil
 }
 
-// exactBlocksLimit is how many stored chunks zeroRange counts one by one to
-// keep st_blocks exact. Past it (a huge dense range: counting would read it
-// all) it assumes the rest of the range is stored in full chunks; this
-// affects only st_blocks, and the result is clamped by the callers.
+// exactBlocksLimit is how many stored chunks zeroRange and countBlocks
+// count one by one to keep st_blocks exact: counting a huge dense range
+// would read all of it.
 const exactBlocksLimit = 256
 
 // zeroRange deletes chunks [from, to) of ino and returns the number of
-// blocks they held. A sparse range costs what it stores, not its length.
-func (s *Store) zeroRange(b *pebble.Batch, ino, from, to uint64) (uint64, error) {
+// blocks they held, exactly if it could count them (a sparse range costs
+// what it stores, not its length). Past exactBlocksLimit chunks it deletes
+// the rest with one range and reports exact == false: the caller then
+// counts what stays instead (countBlocks).
+func (s *Store) zeroRange(b *pebble.Batch, ino, from, to uint64) (freed uint64, exact bool, err error) {
 	if from >= to {
-		return 0, nil
+		return 0, true, nil
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, from), UpperBound: chunkKey(ino, to)})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	var freed uint64
+	exact = true
 	var keys [][]byte
 	for it.First(); it.Valid(); it.Next() {
 		if len(keys) == exactBlocksLimit {
-			// Too many to count: delete the rest with one range.
-			rest := chunkIndex(it.Key())
-			freed += (to - rest) * blocksFor(ChunkSize)
-			b.DeleteRange(chunkKey(ino, rest), chunkKey(ino, to), nil)
+			b.DeleteRange(chunkKey(ino, chunkIndex(it.Key())), chunkKey(ino, to), nil)
+			exact = false
 			break
 		}
 		lv := it.LazyValue()
@@ -338,12 +341,42 @@ func (s *Store) zeroRange(b *pebble.Batch, ino, from, to uint64) (uint64, error)
 		keys = append(keys, append([]byte(nil), it.Key()...))
 	}
 	if err := it.Close(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for _, k := range keys { // point deletions: see deleteInode
 		b.Delete(k, nil)
 	}
-	return freed, nil
+	return freed, exact, nil
+}
+
+// countBlocks returns the blocks stored in the given chunk ranges of ino
+// (the part of a file that an operation keeps), or, if they hold more than
+// exactBlocksLimit chunks, estimate: too many to count, and more than
+// estimate can be wrong by.
+func (s *Store) countBlocks(ino, estimate uint64, ranges ...[2]uint64) uint64 {
+	var blocks uint64
+	n := 0
+	for _, r := range ranges {
+		if r[0] >= r[1] {
+			continue
+		}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, r[0]), UpperBound: chunkKey(ino, r[1])})
+		if err != nil {
+			return estimate
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if n++; n > exactBlocksLimit {
+				it.Close()
+				return max(estimate, blocks)
+			}
+			lv := it.LazyValue()
+			blocks += blocksFor(uint64(lv.Len()))
+		}
+		if it.Close() != nil {
+			return estimate
+		}
+	}
+	return blocks
 }
 
 // Fallocate modes, with Linux's values.
@@ -409,11 +442,14 @@ func (s *Store) zeroBytes(b *pebble.Batch, a *Attr, from, to uint64) error {
 	firstWhole := (from + ChunkSize - 1) / ChunkSize
 	endWhole := to / ChunkSize
 	if firstWhole < endWhole {
-		freed, err := s.zeroRange(b, a.Ino, firstWhole, endWhole)
+		freed, exact, err := s.zeroRange(b, a.Ino, firstWhole, endWhole)
 		if err != nil {
 			return err
 		}
 		a.Blocks -= min(a.Blocks, freed)
+		if !exact {
+			a.Blocks = s.countBlocks(a.Ino, a.Blocks, [2]uint64{0, firstWhole}, [2]uint64{endWhole, a.Size/ChunkSize + 1})
+		}
 	}
 	zeroPart := func(ci, lo, hi uint64) error { // zero [lo, hi) of chunk ci
 		old, err := s.get(chunkKey(a.Ino, ci))

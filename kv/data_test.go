@@ -145,10 +145,12 @@ func TestWriteErrors(t *testing.T) {
 func TestWriteEmpty(t *testing.T) {
 	s := newStore(t)
 	f := mkfile(t, s, RootIno, "f")
-	write(t, s, f.Ino, 0, []byte("abc"))
-	a := write(t, s, f.Ino, 1000, nil)
-	if a.Size != 3 {
-		t.Fatalf("an empty write at 1000 set the size to %d, want 3", a.Size)
+	before := write(t, s, f.Ino, 0, []byte("abc"))
+	for _, off := range []int64{0, 3, 1000, 1 << 40} {
+		a := write(t, s, f.Ino, off, nil)
+		if a != before || getattr(t, s, f.Ino) != before {
+			t.Fatalf("an empty write at %d changed the attributes:\n%+v\n%+v", off, before, a)
+		}
 	}
 }
 
@@ -324,6 +326,30 @@ func TestBlocksAfterHugeSparseTruncate(t *testing.T) {
 		t.Errorf("punch hole: Blocks = %d, want %d", a.Blocks, C/512+8)
 	}
 	checkInvariants(t, s, checkOpts{})
+}
+
+// The same with more stored chunks in the range than zeroRange counts one
+// by one (exactBlocksLimit): a dense 20 MB head, a hole up to 1 GiB and one
+// byte there, truncated back to its first chunk. The chunk that stays must
+// still count (st_blocks 0 for a file with data makes tar --sparse store it
+// as one hole).
+func TestBlocksAfterDenseThenSparseTruncate(t *testing.T) {
+	s := newStore(t)
+	f := mkfile(t, s, RootIno, "f")
+	write(t, s, f.Ino, 0, pattern(1, 320*C))
+	write(t, s, f.Ino, 1<<30, []byte("z"))
+	a := must[Attr](t, "truncate")(s.SetAttr(f.Ino, SetAttrRequest{Valid: SetSize, Size: C}))
+	if a.Blocks != C/512 {
+		t.Errorf("truncate: Blocks = %d with one full chunk stored, want %d", a.Blocks, C/512)
+	}
+	g := mkfile(t, s, RootIno, "g")
+	write(t, s, g.Ino, 0, pattern(1, 320*C))
+	write(t, s, g.Ino, 1<<30, []byte("z"))
+	a = must[Attr](t, "punch")(s.Fallocate(g.Ino, FallocPunchHole|FallocKeepSize, C, 1<<30-C))
+	if a.Blocks < C/512+8 {
+		t.Errorf("punch hole: Blocks = %d with a full chunk and a partial one stored, want %d", a.Blocks, C/512+8)
+	}
+	checkInvariants(t, s, checkOpts{approxBlocks: true})
 }
 
 func TestSetAttr(t *testing.T) {

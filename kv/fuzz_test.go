@@ -3,9 +3,12 @@ package kv
 import (
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // encodeOps is the inverse of decodeOps for seeds written by hand:
@@ -79,7 +82,15 @@ func FuzzOps(f *testing.F) {
 	// One store for all the inputs a fuzzing process runs (opening one
 	// costs more than a short input): each input works in a directory of
 	// its own, removed afterwards.
-	s := openStore(f, f.TempDir()+"/store")
+	// No background flushes either: their code would show up as new
+	// coverage at random and make the fuzzer chase noise.
+	opts := quietOptions()
+	opts.FlushInterval, opts.SyncInterval = time.Hour, time.Hour
+	s, err := Open(f.TempDir()+"/store", opts)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
 	runs := 0
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4*64 {
@@ -94,22 +105,40 @@ func FuzzOps(f *testing.F) {
 	})
 }
 
-// TestModelOps runs longer random sequences than the fuzz seeds, so that a
-// plain go test covers deep trees and many collisions.
-func TestModelOps(t *testing.T) {
-	rounds, n := 6, 400
+// TestStressModelOps runs longer random sequences than the fuzz seeds, so
+// that a plain go test covers deep trees and many collisions. With
+// FSTEST_LONG=1 (make stress) it runs many more, from a random seed.
+func TestStressModelOps(t *testing.T) {
+	rounds, n, seed := 6, 400, int64(42)
 	if testing.Short() {
 		rounds = 2
 	}
-	r := rand.New(rand.NewSource(42))
+	if longTests() {
+		rounds, seed = 1000, time.Now().UnixNano()
+	}
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewSource(seed))
+	tmp := t.TempDir()
 	for i := 0; i < rounds; i++ {
 		b := make([]byte, 4*n)
 		r.Read(b)
-		s := newStore(t)
+		// Each store takes tens of MB of preallocated log: remove it at once.
+		dir := filepath.Join(tmp, fmt.Sprint(i))
+		s, err := Open(dir, quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
 		ran, ok := runOps(t, s, RootIno, decodeOps(b))
-		t.Logf("%d operations: %d ran, %d succeeded", n, ran, ok)
+		if i < 6 {
+			t.Logf("%d operations: %d ran, %d succeeded", n, ran, ok)
+		}
+		s.Close()
+		os.RemoveAll(dir)
 	}
 }
+
+// longTests tells whether the long versions of the randomized tests run.
+func longTests() bool { return os.Getenv("FSTEST_LONG") != "" }
 
 // FuzzName checks name validation through Create and Lookup: a name with a
 // slash or a NUL, ".", "..", "" or one longer than 255 bytes is refused

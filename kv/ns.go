@@ -232,6 +232,9 @@ func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
 	if !p.IsDir() {
 		return Attr{}, ErrNotDir
 	}
+	if p.Nlink == 0 {
+		return Attr{}, ErrNotFound // a removed directory
+	}
 	ts := now()
 	a := Attr{Ino: s.nextIno, Mode: n.Mode, Uid: n.Uid, Gid: n.Gid, Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
 	if p.Mode&S_ISGID != 0 {

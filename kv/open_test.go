@@ -69,9 +69,9 @@ func TestOpen(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "a", "store")
-			if tc.name != "missing parent dirs" {
-				dir = filepath.Join(t.TempDir(), "store")
+			dir := filepath.Join(t.TempDir(), "store")
+			if tc.name == "missing parent dirs" {
+				dir = filepath.Join(t.TempDir(), "a", "b", "store")
 			}
 			tc.prepare(t, dir)
 			s, err := Open(dir, quietOptions())

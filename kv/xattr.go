@@ -66,7 +66,15 @@ func (s *Store) ListXattr(ino uint64) ([]string, error) {
 	for it.First(); it.Valid(); it.Next() {
 		names = append(names, string(it.Key()[len(prefix):]))
 	}
-	return names, it.Close()
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		if _, err := s.GetAttr(ino); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
 }
 
 // SetXattr sets an extended attribute; flags is 0, XattrCreate or XattrReplace.
