@@ -16,6 +16,7 @@ func (f *FS) newHandle(ino uint64, flags uint32) uint64 {
 	defer f.mu.Unlock()
 	f.nextFh++
 	f.handles[f.nextFh] = &handle{ino: ino, flags: flags}
+	f.opens[ino]++
 	return f.nextFh
 }
 
@@ -27,8 +28,15 @@ func (f *FS) handle(fh uint64) *handle {
 
 func (f *FS) dropHandle(fh uint64) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.handles[fh]
+	if h == nil {
+		return
+	}
 	delete(f.handles, fh)
-	f.mu.Unlock()
+	if f.opens[h.ino]--; f.opens[h.ino] <= 0 {
+		delete(f.opens, h.ino)
+	}
 }
 
 // openFlags chooses the kernel caching for an open of a file with

@@ -32,6 +32,7 @@ type FS struct {
 	mu      sync.Mutex
 	lookups map[uint64]uint64 // kernel lookup counts, absent when zero
 	handles map[uint64]*handle
+	opens   map[uint64]int // open handles per inode, absent when zero
 	nextFh  uint64
 
 	server *fuse.Server
@@ -69,6 +70,7 @@ func New(store *kv.Store, cfg Config) *FS {
 		timeout:       cfg.EntryTimeout,
 		lookups:       make(map[uint64]uint64),
 		handles:       make(map[uint64]*handle),
+		opens:         make(map[uint64]int),
 	}
 	store.SetInUse(f.inUse)
 	return f
@@ -79,10 +81,21 @@ func (f *FS) String() string { return "computerfs" }
 // Init is called by go-fuse once the kernel has answered INIT.
 func (f *FS) Init(s *fuse.Server) { f.server = s }
 
+// inUse tells the store whether an inode that just lost its last name must
+// stay (as an orphan) for now. A file stays while it is open: nothing else
+// can reach a file without a name, whatever the kernel's lookup count says,
+// so an unlinked file that is not open is deleted at once, in the same batch
+// as the unlink. A directory stays while the kernel knows it (it may be a
+// process's working directory).
 func (f *FS) inUse(ino uint64) bool {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lookups[ino] > 0
+	open, known := f.opens[ino] > 0, f.lookups[ino] > 0
+	f.mu.Unlock()
+	if open || !known {
+		return open
+	}
+	a, err := f.store.GetAttr(ino)
+	return err != nil || a.IsDir()
 }
 
 // status maps a store error to a FUSE status, logging unexpected ones.
