@@ -128,7 +128,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	format := fset.String("log-format", "text", "log format: text or json")
 	logFile := fset.String("log-file", "", "with --background, the daemon's log file (default STORE/daemon.log)")
 	readyFD := fset.Int("ready-fd", -1, "internal: file descriptor to report readiness on")
-	pprofAddr := fset.String("pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
+	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
 		return err
@@ -158,6 +158,11 @@ func cmdMount(args []string, stderr io.Writer) error {
 	if err != nil {
 		ready(err)
 		return err
+	}
+	if *pprofAddr != "" {
+		http.HandleFunc("/debug/pebble", func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, ws.Store.Metrics())
+		})
 	}
 	ready(nil)
 	sigs := make(chan os.Signal, 2)
