@@ -15,6 +15,15 @@ func (f *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut)
 		return fuse.ENOTDIR
 	}
 	out.Fh = f.newHandle(in.NodeId, in.Flags)
+	// Let the kernel cache the listing: it drops the cache itself when the
+	// directory changes through the mount (other paths into the store must
+	// notify it). Unless the access time is due: then the first READDIR
+	// must reach us, as for files.
+	if !kv.NeedsAtime(&a) {
+		out.OpenFlags = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+	} else {
+		out.OpenFlags = fuse.FOPEN_CACHE_DIR
+	}
 	return fuse.OK
 }
 

@@ -104,19 +104,28 @@ func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) 
 		within := pos - start
 		n := min(ChunkSize-within, end-pos)
 		src := data[pos-uint64(off) : pos-uint64(off)+n]
-		var old []byte
+		chunk, oldLen := src, 0
 		if start < a.Size { // chunks wholly past the end of the file do not exist
-			if old, err = s.get(chunkKey(ino, ci)); err != nil && err != ErrNotFound {
+			if n == ChunkSize { // a whole chunk: only the old length matters
+				oldLen, err = s.valueLen(chunkKey(ino, ci))
+			} else {
+				var old []byte
+				old, err = s.get(chunkKey(ino, ci))
+				oldLen = len(old)
+				if within != 0 || uint64(len(old)) > n {
+					chunk = make([]byte, max(uint64(len(old)), within+n))
+					copy(chunk, old)
+					copy(chunk[within:], src)
+				}
+			}
+			if err != nil && err != ErrNotFound {
 				return Attr{}, false, err
 			}
-		}
-		chunk := src
-		if within != 0 || uint64(len(old)) > n {
-			chunk = make([]byte, max(uint64(len(old)), within+n))
-			copy(chunk, old)
+		} else if within != 0 {
+			chunk = make([]byte, within+n) // zeros before the data
 			copy(chunk[within:], src)
 		}
-		a.Blocks += blocksFor(uint64(len(chunk))) - blocksFor(uint64(len(old)))
+		a.Blocks += blocksFor(uint64(len(chunk))) - blocksFor(uint64(oldLen))
 		b.Set(chunkKey(ino, ci), chunk, nil)
 		pos += n
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -217,6 +218,14 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 	// No block compression: file data is often compressed already, and on
 	// a small machine the CPU is worth more than the disk space.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	// Bloom filters: most point reads (LOOKUP of a name that does not
+	// exist yet, the kernel's security.capability question before every
+	// write, a chunk past the end) miss, and without a filter each miss
+	// searches every table that might hold the key.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].FilterType = pebble.TableFilter
+	}
 	db, err := pebble.Open(filepath.Join(s.dir, "db"), po)
 	if err != nil {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
@@ -450,6 +459,20 @@ func (s *Store) get(key []byte) ([]byte, error) {
 	out := append([]byte(nil), v...)
 	closer.Close()
 	return out, nil
+}
+
+// valueLen returns the length of key's value, without copying it.
+func (s *Store) valueLen(key []byte) (int, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := len(v)
+	closer.Close()
+	return n, nil
 }
 
 func (s *Store) getUint64(key []byte) (uint64, error) {
