@@ -1,10 +1,10 @@
 package main
 
 import (
-	"errors"
 	"io"
+
+	"github.com/computerfs/computerfs/bench"
 )
 
-func cmdBench(args []string, stdout io.Writer) error {
-	return errors.New("bench: not built yet")
-}
+// cmdBench runs the benchmark suite on the directories given as NAME=DIR.
+func cmdBench(args []string, stdout io.Writer) error { return bench.Main(args, stdout) }
