@@ -173,23 +173,15 @@ func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
 	if p.Nlink == 0 {
 		return Attr{}, ErrNotFound // creating in a removed directory
 	}
-	if _, _, err := s.LookupIno(dir, name); err == nil {
-		return Attr{}, ErrExist
-	} else if err != ErrNotFound {
+	if err := s.checkAbsent(dir, name); err != nil {
 		return Attr{}, err
 	}
 	if typ == S_IFDIR && p.Nlink >= maxLinks {
 		return Attr{}, ErrTooManyLinks
 	}
 	ts := now()
-	a := &Attr{Ino: s.nextIno, Mode: n.Mode, Nlink: 1, Uid: n.Uid, Gid: n.Gid, Rdev: n.Rdev,
-		Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
-	if p.Mode&S_ISGID != 0 { // BSD group semantics of setgid directories
-		a.Gid = p.Gid
-		if typ == S_IFDIR {
-			a.Mode |= S_ISGID
-		}
-	}
+	a := s.newAttr(p, n, ts)
+	a.Nlink = 1
 	switch typ {
 	case S_IFDIR:
 		a.Nlink = 2
@@ -216,6 +208,33 @@ func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
 	return *a, nil
 }
 
+// newAttr returns the attributes of a new inode in directory p, with the
+// next inode number, the times ts and BSD group semantics for a setgid
+// parent: the group is the directory's, and a new directory is setgid too.
+func (s *Store) newAttr(p *Attr, n NewInode, ts int64) *Attr {
+	a := &Attr{Ino: s.nextIno, Mode: n.Mode, Uid: n.Uid, Gid: n.Gid, Rdev: n.Rdev,
+		Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
+	if p.Mode&S_ISGID != 0 {
+		a.Gid = p.Gid
+		if a.IsDir() {
+			a.Mode |= S_ISGID
+		}
+	}
+	return a
+}
+
+// checkAbsent fails with ErrExist if dir has an entry name.
+func (s *Store) checkAbsent(dir uint64, name string) error {
+	_, _, err := s.LookupIno(dir, name)
+	switch err {
+	case nil:
+		return ErrExist
+	case ErrNotFound:
+		return nil
+	}
+	return err
+}
+
 // CreateTmpfile makes a regular file without a name (open(2) with
 // O_TMPFILE in dir): an orphan until Link gives it a name, deleted on
 // Forget or at the next Open otherwise.
@@ -235,11 +254,7 @@ func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
 	if p.Nlink == 0 {
 		return Attr{}, ErrNotFound // a removed directory
 	}
-	ts := now()
-	a := Attr{Ino: s.nextIno, Mode: n.Mode, Uid: n.Uid, Gid: n.Gid, Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
-	if p.Mode&S_ISGID != 0 {
-		a.Gid = p.Gid
-	}
+	a := s.newAttr(&p, n, now()) // no name, so no link yet
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(attrKey(a.Ino), a.encode(), nil)
@@ -251,7 +266,7 @@ func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
 	}
 	s.nextIno++
 	s.inodes.Add(1)
-	return a, nil
+	return *a, nil
 }
 
 // orphanLinkable marks an orphan that Link may give a name (an O_TMPFILE
@@ -290,9 +305,7 @@ func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
 		}
 		t.b.Delete(orphanKey(ino), nil)
 	}
-	if _, _, err := s.LookupIno(dir, name); err == nil {
-		return Attr{}, ErrExist
-	} else if err != ErrNotFound {
+	if err := s.checkAbsent(dir, name); err != nil {
 		return Attr{}, err
 	}
 	ts := now()
