@@ -87,15 +87,10 @@ func (f *FS) Init(s *fuse.Server) { f.server = s }
 // so an unlinked file that is not open is deleted at once, in the same batch
 // as the unlink. A directory stays while the kernel knows it (it may be a
 // process's working directory).
-func (f *FS) inUse(ino uint64) bool {
+func (f *FS) inUse(ino uint64, isDir bool) bool {
 	f.mu.Lock()
-	open, known := f.opens[ino] > 0, f.lookups[ino] > 0
-	f.mu.Unlock()
-	if open || !known {
-		return open
-	}
-	a, err := f.store.GetAttr(ino)
-	return err != nil || a.IsDir()
+	defer f.mu.Unlock()
+	return f.opens[ino] > 0 || isDir && f.lookups[ino] > 0
 }
 
 // status maps a store error to a FUSE status, logging unexpected ones.

@@ -16,7 +16,7 @@ func TestStressConcurrentOps(t *testing.T) {
 	s := newStore(t)
 	// Some inodes are "in use" when they lose their last name, so that
 	// orphans are made concurrently too.
-	s.SetInUse(func(ino uint64) bool { return ino%5 == 0 })
+	s.SetInUse(func(ino uint64, _ bool) bool { return ino%5 == 0 })
 	shared := make([]uint64, 4)
 	for i := range shared {
 		shared[i] = mkdir(t, s, RootIno, fmt.Sprint("d", i)).Ino

@@ -13,7 +13,7 @@ import (
 // never deleted and is not counted.
 func TestForgetRacesInodeOperations(t *testing.T) {
 	s := newStore(t)
-	s.SetInUse(func(uint64) bool { return true })
+	s.SetInUse(func(uint64, bool) bool { return true })
 	rounds := 300
 	if testing.Short() {
 		rounds = 50
@@ -97,7 +97,7 @@ func TestCreateTmpfile(t *testing.T) {
 		t.Fatal("a linked tmpfile is still an orphan")
 	}
 	// Once named and unlinked again (while open), it cannot be linked back.
-	s.SetInUse(func(ino uint64) bool { return ino == tmp.Ino })
+	s.SetInUse(func(ino uint64, _ bool) bool { return ino == tmp.Ino })
 	must0(t, s.Unlink(RootIno, "named"))
 	must0(t, s.Unlink(RootIno, "named2"))
 	_, err = s.Link(tmp.Ino, RootIno, "again")

@@ -266,6 +266,7 @@ func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
 	}
 	s.nextIno++
 	s.inodes.Add(1)
+	s.orphans[a.Ino] = struct{}{}
 	return *a, nil
 }
 
@@ -304,6 +305,7 @@ func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
 			return Attr{}, ErrNotFound // unlinked: it cannot come back
 		}
 		t.b.Delete(orphanKey(ino), nil)
+		defer delete(s.orphans, ino) // linked; a failed commit leaves a harmless entry
 	}
 	if err := s.checkAbsent(dir, name); err != nil {
 		return Attr{}, err
@@ -340,20 +342,23 @@ func (s *Store) remove(dir uint64, name string, isDir bool) error {
 	}
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
-	if err := s.checkDir(dir); err != nil {
+	// Namespace operations may take stripe locks one by one: they are
+	// serialised by nsMu, and data operations hold one stripe at a time.
+	unlockDir := s.lockInodes(dir)
+	defer unlockDir()
+	t := s.newTxn()
+	defer t.close()
+	p, err := t.dir(dir)
+	if err != nil {
 		return err
 	}
 	ino, typ, err := s.LookupIno(dir, name)
 	if err != nil {
 		return err
 	}
-	unlock := s.lockInodes(dir, ino)
-	defer unlock()
-	t := s.newTxn()
-	defer t.close()
-	p, err := t.dir(dir)
-	if err != nil {
-		return err
+	if s.stripe(ino) != s.stripe(dir) {
+		unlockIno := s.lockInodes(ino)
+		defer unlockIno()
 	}
 	if isDir && typ != S_IFDIR {
 		return ErrNotDir
@@ -400,25 +405,22 @@ func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
 	if a.Nlink > 0 {
 		return nil
 	}
-	if s.isInUse(ino) {
+	if s.isInUse(ino, a.IsDir()) {
 		t.b.Set(orphanKey(ino), nil, nil)
+		s.orphans[ino] = struct{}{} // a failed commit leaves only a harmless entry
 		return nil
 	}
 	t.forget(ino)
-	return s.deleteInode(t.b, ino)
+	return s.deleteInode(t.b, ino, a.Size)
 }
 
-// deleteInode removes every key of ino. Callers hold nsMu (or run alone).
-// Small inodes get point deletions: range tombstones are cheap to write but
-// every later read in their span has to consult them, and untar-then-rm
-// workloads would leave thousands. Only the data of a big file is deleted
-// with one range.
-func (s *Store) deleteInode(b *pebble.Batch, ino uint64) error {
-	a, err := s.GetAttr(ino)
-	if err != nil && err != ErrNotFound {
-		return err
-	}
-	if a.Size > exactBlocksLimit*ChunkSize {
+// deleteInode removes every key of ino, a file of the given size. Callers
+// hold nsMu (or run alone). Small inodes get point deletions: range
+// tombstones are cheap to write but every later read in their span has to
+// consult them, and untar-then-rm workloads would leave thousands. Only the
+// data of a big file is deleted with one range.
+func (s *Store) deleteInode(b *pebble.Batch, ino, size uint64) error {
+	if size > exactBlocksLimit*ChunkSize {
 		b.DeleteRange(kindPrefix(ino, kindChunk), prefixEnd(kindPrefix(ino, kindChunk)), nil)
 		b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
 	} else {
@@ -443,19 +445,27 @@ func (s *Store) deleteInode(b *pebble.Batch, ino uint64) error {
 func (s *Store) Forget(ino uint64) error {
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
+	if _, ok := s.orphans[ino]; !ok {
+		return nil // the common case: nothing to do, nothing to read
+	}
 	unlock := s.lockInodes(ino) // no write may resurrect what we delete
 	defer unlock()
 	a, err := s.GetAttr(ino)
 	if err != nil || a.Nlink > 0 {
+		delete(s.orphans, ino)
 		return nil
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.deleteInode(b, ino); err != nil {
+	if err := s.deleteInode(b, ino, a.Size); err != nil {
 		return err
 	}
 	b.Delete(orphanKey(ino), nil)
-	return s.commit(b)
+	if err := s.commit(b); err != nil {
+		return err
+	}
+	delete(s.orphans, ino)
+	return nil
 }
 
 // Rename moves oldName in oldDir to newName in newDir, with the semantics of

@@ -245,7 +245,7 @@ func TestLink(t *testing.T) {
 	checkInvariants(t, s, checkOpts{})
 
 	orphan := mkfile(t, s, RootIno, "orphan")
-	s.SetInUse(func(ino uint64) bool { return ino == orphan.Ino })
+	s.SetInUse(func(ino uint64, _ bool) bool { return ino == orphan.Ino })
 	if err := s.Unlink(RootIno, "orphan"); err != nil {
 		t.Fatal(err)
 	}

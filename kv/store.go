@@ -80,7 +80,10 @@ type Store struct {
 
 	// inUse reports whether something outside the store (the kernel) still
 	// references an inode, so that an unlinked inode must be kept as an orphan.
-	inUse atomic.Pointer[func(ino uint64) bool]
+	inUse atomic.Pointer[func(ino uint64, isDir bool) bool]
+	// orphans are the inodes without names kept for their users; guarded
+	// by nsMu. Forget of any other inode has nothing to do.
+	orphans map[uint64]struct{}
 
 	dirty     atomic.Bool // operations committed since the last flush
 	unsynced  atomic.Bool // operations committed since the last sync
@@ -119,7 +122,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{})}
+	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{})}
 	if err := s.openDB(opts, fresh); err != nil {
 		lock.Close()
 		return nil, err
@@ -316,7 +319,10 @@ func (s *Store) purgeOrphans() error {
 	}
 	for _, ino := range orphans {
 		b := s.db.NewBatch()
-		err := s.deleteInode(b, ino)
+		a, err := s.GetAttr(ino)
+		if err == nil || err == ErrNotFound {
+			err = s.deleteInode(b, ino, a.Size)
+		}
 		b.Delete(orphanKey(ino), nil)
 		if err == nil {
 			err = s.commit(b)
@@ -332,14 +338,14 @@ func (s *Store) purgeOrphans() error {
 	return nil
 }
 
-// SetInUse installs the function that tells whether an inode is still
-// referenced from outside (by the kernel). An inode whose last name is
-// removed while in use stays as an orphan until Forget.
-func (s *Store) SetInUse(f func(ino uint64) bool) { s.inUse.Store(&f) }
+// SetInUse installs the function that tells whether an inode (a directory
+// or not) is still referenced from outside (by the kernel). An inode whose
+// last name is removed while in use stays as an orphan until Forget.
+func (s *Store) SetInUse(f func(ino uint64, isDir bool) bool) { s.inUse.Store(&f) }
 
-func (s *Store) isInUse(ino uint64) bool {
-	if f := s.inUse.Load(); f != nil {
-		return (*f)(ino)
+func (s *Store) isInUse(ino uint64, isDir bool) bool {
+	if f := s.inUse.Load(); f != nil && *f != nil {
+		return (*f)(ino, isDir)
 	}
 	return false
 }

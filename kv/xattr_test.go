@@ -161,7 +161,7 @@ func TestStatFs(t *testing.T) {
 func TestOrphans(t *testing.T) {
 	s := newStore(t)
 	inUse := map[uint64]bool{}
-	s.SetInUse(func(ino uint64) bool { return inUse[ino] })
+	s.SetInUse(func(ino uint64, _ bool) bool { return inUse[ino] })
 	used := func() uint64 { st := must[StatFs](t, "statfs")(s.StatFs()); return st.Files - st.Ffree }
 
 	f := mkfile(t, s, RootIno, "f")
@@ -264,7 +264,7 @@ func TestOrphans(t *testing.T) {
 // An inode unlinked while not in use is deleted at once.
 func TestUnlinkNotInUse(t *testing.T) {
 	s := newStore(t)
-	s.SetInUse(func(uint64) bool { return false })
+	s.SetInUse(func(uint64, bool) bool { return false })
 	f := mkfile(t, s, RootIno, "f")
 	write(t, s, f.Ino, 0, []byte("x"))
 	must0(t, s.Unlink(RootIno, "f"))
