@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,6 +81,14 @@ func setReadAhead(mountpoint string, kb int) error {
 // a directory or already a mount.
 func checkMountpoint(mp string) error {
 	st, err := os.Stat(mp)
+	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
+		// The FUSE mount of a daemon that died (a crash, SIGKILL): nobody
+		// serves it, so detach it and mount afresh.
+		if uerr := syscall.Unmount(mp, syscall.MNT_DETACH); uerr != nil {
+			return fmt.Errorf("mount point %s: %w; detaching the dead mount failed: %v", mp, err, uerr)
+		}
+		st, err = os.Stat(mp)
+	}
 	if err != nil {
 		return fmt.Errorf("mount point %s: %w", mp, err)
 	}

@@ -402,3 +402,23 @@ func TestIdleMemory(t *testing.T) {
 		t.Errorf("idle workspace holding 256 MiB: daemon RSS %d KiB, want under %d KiB", kb, limitKB)
 	}
 }
+
+// TestMountOverDeadMount: after the daemon was killed and nobody unmounted,
+// mounting the store again on the same mount point just works.
+func TestMountOverDeadMount(t *testing.T) {
+	requireRoot(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store)
+	writeFile(t, filepath.Join(m.Dir, "f"), []byte("kept"))
+	if err := syscall.Kill(m.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, m.Pid)
+	if _, err := os.Stat(m.Dir); !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
+		t.Fatalf("stat of the dead mount: %v, want ENOTCONN or ECONNABORTED", err)
+	}
+	m.Remount(t)
+	if got, err := os.ReadFile(filepath.Join(m.Dir, "f")); err != nil || string(got) != "kept" {
+		t.Fatalf("after remounting over the dead mount: %q, %v", got, err)
+	}
+}
