@@ -26,8 +26,10 @@ type MountOptions struct {
 	Mountpoint string
 	Private    bool  // only the mounting user may use the mount
 	CacheSize  int64 // Pebble block cache in bytes (0: default)
-	Debug      bool  // log every FUSE request
-	Logger     *slog.Logger
+	// MemTableSize is the largest Pebble memtable in bytes (0: default).
+	MemTableSize uint64
+	Debug        bool // log every FUSE request
+	Logger       *slog.Logger
 }
 
 // Workspace is a mounted store.
@@ -49,7 +51,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := kv.Open(opts.Store, kv.Options{CacheSize: opts.CacheSize, Logger: opts.Logger})
+	store, err := kv.Open(opts.Store, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}

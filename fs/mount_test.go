@@ -123,6 +123,7 @@ func TestMountErrors(t *testing.T) {
 		{"store is a file", []string{"--store", aFile, mp}, "not a computerfs store"},
 		{"no mountpoint", []string{"--store", filepath.Join(tmp, "s4")}, "MOUNTPOINT"},
 		{"bad cache size", []string{"--store", filepath.Join(tmp, "s5"), "--cache-size", "-1", mp}, "--cache-size"},
+		{"bad memtable size", []string{"--store", filepath.Join(tmp, "s6"), "--memtable-size", "2", mp}, "--memtable-size"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -123,6 +123,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	background := fset.Bool("background", false, "run as a daemon; return once the mount answers")
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
+	memtableMiB := fset.Int64("memtable-size", 64, "largest Pebble memtable in MiB: up to two are in memory while big files are written (32 saves ~80 MiB of peak memory for ~10% of write throughput)")
 	debug := fset.Bool("debug", false, "log every FUSE request")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fset.String("log-format", "text", "log format: text or json")
@@ -140,6 +141,9 @@ func cmdMount(args []string, stderr io.Writer) error {
 	if *cacheMiB <= 0 {
 		return &exitError{2, fmt.Errorf("--cache-size must be positive, not %d", *cacheMiB)}
 	}
+	if *memtableMiB < 4 || *memtableMiB > 1024 {
+		return &exitError{2, fmt.Errorf("--memtable-size must be between 4 and 1024 MiB, not %d", *memtableMiB)}
+	}
 	if *background {
 		return daemonize(args, *store, *logFile)
 	}
@@ -153,7 +157,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	ready := readyReporter(*readyFD)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private,
-		CacheSize: *cacheMiB << 20, Debug: *debug, Logger: log,
+		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, Debug: *debug, Logger: log,
 	})
 	if err != nil {
 		ready(err)
