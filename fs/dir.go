@@ -14,7 +14,7 @@ func (f *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut)
 	if !a.IsDir() {
 		return fuse.ENOTDIR
 	}
-	out.Fh = f.newHandle(in.NodeId, in.Flags)
+	out.Fh = f.newHandle(in.NodeId)
 	// Let the kernel cache the listing: it drops the cache itself when the
 	// directory changes through the mount (other paths into the store must
 	// notify it). Unless the access time is due: then the first READDIR

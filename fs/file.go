@@ -11,11 +11,11 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-func (f *FS) newHandle(ino uint64, flags uint32) uint64 {
+func (f *FS) newHandle(ino uint64) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextFh++
-	f.handles[f.nextFh] = &handle{ino: ino, flags: flags}
+	f.handles[f.nextFh] = &handle{ino: ino}
 	f.opens[ino]++
 	return f.nextFh
 }
@@ -76,7 +76,7 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 			f.invalidateAttr(in.NodeId)
 		}
 	}
-	out.Fh = f.newHandle(in.NodeId, in.Flags)
+	out.Fh = f.newHandle(in.NodeId)
 	out.OpenFlags = openFlags(&a, in.Flags)
 	return fuse.OK
 }
@@ -89,7 +89,7 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 		return f.status("create", err)
 	}
 	f.fillEntry(&a, &out.EntryOut)
-	out.Fh = f.newHandle(a.Ino, in.Flags)
+	out.Fh = f.newHandle(a.Ino)
 	out.OpenFlags = fuse.FOPEN_KEEP_CACHE
 	return fuse.OK
 }
@@ -101,7 +101,7 @@ func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Create
 		return f.status("tmpfile", err)
 	}
 	f.fillEntry(&a, &out.EntryOut)
-	out.Fh = f.newHandle(a.Ino, in.Flags)
+	out.Fh = f.newHandle(a.Ino)
 	out.OpenFlags = fuse.FOPEN_KEEP_CACHE
 	return fuse.OK
 }

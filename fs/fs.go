@@ -41,7 +41,6 @@ type FS struct {
 // handle is an open file or directory.
 type handle struct {
 	ino   uint64
-	flags uint32
 	mu    sync.Mutex // guards the fields below
 	wrote bool
 	// directory streams: the entries of the last READDIR reply, so that a
