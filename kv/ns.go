@@ -44,32 +44,24 @@ func checkName(name string) error {
 }
 
 // GetAttr returns an inode's attributes.
-func (s *Store) GetAttr(ino uint64) (Attr, error) {
-	v, closer, err := s.db.Get(attrKey(ino))
-	if err == pebble.ErrNotFound {
-		return Attr{}, ErrNotFound
-	}
-	if err != nil {
-		return Attr{}, err
-	}
-	defer closer.Close()
-	return decodeAttr(v)
+func (s *Store) GetAttr(ino uint64) (a Attr, err error) {
+	err = s.view(attrKey(ino), func(v []byte) (err error) {
+		a, err = decodeAttr(v)
+		return err
+	})
+	return a, err
 }
 
 // LookupIno returns the inode and type that name has in dir.
-func (s *Store) LookupIno(dir uint64, name string) (uint64, uint32, error) {
+func (s *Store) LookupIno(dir uint64, name string) (ino uint64, typ uint32, err error) {
 	if len(name) > MaxNameLen {
 		return 0, 0, ErrNameTooLong
 	}
-	v, closer, err := s.db.Get(direntKey(dir, name))
-	if err == pebble.ErrNotFound {
-		return 0, 0, ErrNotFound
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	defer closer.Close()
-	return decodeDirent(v)
+	err = s.view(direntKey(dir, name), func(v []byte) (err error) {
+		ino, typ, err = decodeDirent(v)
+		return err
+	})
+	return ino, typ, err
 }
 
 // Lookup returns the attributes of name in dir.

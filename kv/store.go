@@ -454,31 +454,36 @@ func (s *Store) lockInodes(inos ...uint64) func() {
 	}
 }
 
-func (s *Store) get(key []byte) ([]byte, error) {
+// view calls fn with key's value, which is valid only during the call, or
+// returns ErrNotFound.
+func (s *Store) view(key []byte, fn func(v []byte) error) error {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
+		return ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := append([]byte(nil), v...)
-	closer.Close()
-	return out, nil
+	defer closer.Close()
+	return fn(v)
+}
+
+// get returns a copy of key's value.
+func (s *Store) get(key []byte) (out []byte, err error) {
+	err = s.view(key, func(v []byte) error {
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	return out, err
 }
 
 // valueLen returns the length of key's value, without copying it.
-func (s *Store) valueLen(key []byte) (int, error) {
-	v, closer, err := s.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, ErrNotFound
-	}
-	if err != nil {
-		return 0, err
-	}
-	n := len(v)
-	closer.Close()
-	return n, nil
+func (s *Store) valueLen(key []byte) (n int, err error) {
+	err = s.view(key, func(v []byte) error {
+		n = len(v)
+		return nil
+	})
+	return n, err
 }
 
 func (s *Store) getUint64(key []byte) (uint64, error) {
