@@ -135,30 +135,19 @@ func Unmount(mountpoint string, timeout time.Duration) error {
 }
 
 // mountedStore returns the store directory of the computerfs mount at mp,
-// read from the mount's source ("computerfs:STORE") in mountinfo.
+// read from the mount's source ("computerfs:STORE").
 func mountedStore(mp string) (string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	m, ok, err := fs.FindMount(mp)
 	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 10 || fields[4] != mp {
-			continue
-		}
-		// Optional fields end at "-"; then fstype and source.
-		for i := 6; i+2 < len(fields); i++ {
-			if fields[i] != "-" {
-				continue
-			}
-			fstype, source := fields[i+1], fields[i+2]
-			if !strings.HasPrefix(fstype, "fuse") || !strings.HasPrefix(source, "computerfs:") {
-				return "", fmt.Errorf("%s is not a computerfs mount (%s from %s)", mp, fstype, source)
-			}
-			return strings.TrimPrefix(source, "computerfs:"), nil
-		}
+	if !ok {
+		return "", fmt.Errorf("%s is not mounted", mp)
 	}
-	return "", fmt.Errorf("%s is not mounted", mp)
+	if !strings.HasPrefix(m.FSType, "fuse") || !strings.HasPrefix(m.Source, "computerfs:") {
+		return "", fmt.Errorf("%s is not a computerfs mount (%s from %s)", mp, m.FSType, m.Source)
+	}
+	return strings.TrimPrefix(m.Source, "computerfs:"), nil
 }
 
 // storePid returns the pid recorded in the store's lock file, or 0.

@@ -105,26 +105,48 @@ func checkMountpoint(mp string) error {
 	return nil
 }
 
-// IsMounted reports whether a file system is mounted exactly at dir.
-func IsMounted(dir string) (bool, error) {
+// MountInfo describes the file system mounted at a directory.
+type MountInfo struct {
+	FSType string // e.g. "fuse.computerfs"
+	Source string // e.g. "computerfs:/var/lib/ws1"
+}
+
+// FindMount returns what is mounted exactly at dir (after resolving it to
+// an absolute path without symlinks), from /proc/self/mountinfo; ok is
+// false if nothing is.
+func FindMount(dir string) (m MountInfo, ok bool, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return false, err
+		return m, false, err
 	}
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = r
 	}
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return false, err
+		return m, false, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) > 4 && unescapeMountPath(fields[4]) == abs {
-			return true, nil
+		if len(fields) < 5 || unescapeMountPath(fields[4]) != abs {
+			continue
 		}
+		// The optional fields end at "-"; fstype and source follow.
+		for i := 6; i+2 < len(fields); i++ {
+			if fields[i] == "-" {
+				m = MountInfo{FSType: fields[i+1], Source: unescapeMountPath(fields[i+2])}
+				break
+			}
+		}
+		ok = true // the last mount at dir is the visible one: keep looking
 	}
-	return false, nil
+	return m, ok, nil
+}
+
+// IsMounted reports whether a file system is mounted exactly at dir.
+func IsMounted(dir string) (bool, error) {
+	_, ok, err := FindMount(dir)
+	return ok, err
 }
 
 // unescapeMountPath undoes the octal escapes of /proc/self/mountinfo.
