@@ -34,7 +34,16 @@ type Attr struct {
 	Mtime  int64
 	Ctime  int64
 	Btime  int64
+	Flags  uint32 // FlagRemote
 }
+
+// Attr.Flags bits.
+const (
+	// FlagRemote marks a regular file whose content is still at its source
+	// (a lazy S3 object): the store holds its size but no data, and the
+	// first access to the data fetches it (see SetFetcher).
+	FlagRemote = 1 << 0
+)
 
 // IsDir reports whether the inode is a directory.
 func (a *Attr) IsDir() bool { return a.Mode&S_IFMT == S_IFDIR }
@@ -42,8 +51,12 @@ func (a *Attr) IsDir() bool { return a.Mode&S_IFMT == S_IFDIR }
 // IsRegular reports whether the inode is a regular file.
 func (a *Attr) IsRegular() bool { return a.Mode&S_IFMT == S_IFREG }
 
-const attrVersion = 1
-const attrLen = 1 + 8 + 5*4 + 2*8 + 4*8
+// Attribute records are versioned on their own: version 1 had no flags.
+const (
+	attrVersion = 2
+	attrLenV1   = 1 + 8 + 5*4 + 2*8 + 4*8
+	attrLen     = attrLenV1 + 4
+)
 
 func (a *Attr) encode() []byte {
 	b := make([]byte, 0, attrLen)
@@ -57,11 +70,11 @@ func (a *Attr) encode() []byte {
 	for _, v := range []int64{a.Atime, a.Mtime, a.Ctime, a.Btime} {
 		b = binary.BigEndian.AppendUint64(b, uint64(v))
 	}
-	return b
+	return binary.BigEndian.AppendUint32(b, a.Flags)
 }
 
 func decodeAttr(b []byte) (Attr, error) {
-	if len(b) != attrLen || b[0] != attrVersion {
+	if !(len(b) == attrLen && b[0] == attrVersion || len(b) == attrLenV1 && b[0] == 1) {
 		return Attr{}, corrupt("attribute record of %d bytes, version %d", len(b), firstByte(b))
 	}
 	var a Attr
@@ -74,6 +87,9 @@ func decodeAttr(b []byte) (Attr, error) {
 	u = u[16:]
 	a.Atime, a.Mtime = int64(binary.BigEndian.Uint64(u)), int64(binary.BigEndian.Uint64(u[8:]))
 	a.Ctime, a.Btime = int64(binary.BigEndian.Uint64(u[16:])), int64(binary.BigEndian.Uint64(u[24:]))
+	if b[0] >= 2 {
+		a.Flags = binary.BigEndian.Uint32(u[32:])
+	}
 	return a, nil
 }
 

@@ -145,6 +145,10 @@ func (s *Store) Check(limit int) ([]string, error) {
 				report("inode %d: back reference %d/%q but the entry names %d", ino, parent, name, child)
 			}
 		case kindXattr:
+		case kindOrigin:
+			if _, err := decodeOrigin(it.Value()); err != nil {
+				report("inode %d: %v", ino, err)
+			}
 		default:
 			report("inode %d: unknown key kind %q", ino, k[9])
 		}

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -75,6 +76,9 @@ func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) 
 	if end > MaxFileSize {
 		return Attr{}, false, ErrFileTooLarge
 	}
+	if err := s.ensureLocal(ino); err != nil {
+		return Attr{}, false, err
+	}
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err = s.GetAttr(ino)
@@ -146,6 +150,20 @@ func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) 
 // and the data come from one iterator, so one consistent view of the store:
 // a read that races with a truncate and a write sees one state or the other.
 func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
+	n, a, err := s.read(ino, off, dst)
+	if err == errRemote { // fetch the content, then read what arrived
+		if err := s.materialize(ino); err != nil {
+			return 0, a, err
+		}
+		n, a, err = s.read(ino, off, dst)
+	}
+	return n, a, err
+}
+
+// errRemote tells Read that the file's content is still at its source.
+var errRemote = errors.New("remote file")
+
+func (s *Store) read(ino uint64, off int64, dst []byte) (int, Attr, error) {
 	if off < 0 {
 		return 0, Attr{}, ErrInvalid
 	}
@@ -166,6 +184,9 @@ func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
 	}
 	if a.IsDir() {
 		return 0, a, ErrIsDir
+	}
+	if a.Flags&FlagRemote != 0 && uint64(off) < a.Size && len(dst) > 0 {
+		return 0, a, errRemote
 	}
 	if uint64(off) >= a.Size || len(dst) == 0 {
 		return 0, a, nil
@@ -222,6 +243,11 @@ func (s *Store) TouchAtime(ino uint64) error {
 
 // SetAttr applies req to ino and returns the new attributes.
 func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
+	if req.Valid&SetSize != 0 && req.Size != 0 {
+		if err := s.ensureLocal(ino); err != nil {
+			return Attr{}, err
+		}
+	}
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err := s.GetAttr(ino)
@@ -259,6 +285,9 @@ func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
 		}
 		if req.Size > MaxFileSize {
 			return Attr{}, ErrFileTooLarge
+		}
+		if a.Flags&FlagRemote != 0 { // truncated to zero: nothing to fetch
+			a.Flags &^= FlagRemote
 		}
 		if err := s.truncate(b, &a, req.Size); err != nil {
 			return Attr{}, err
@@ -413,6 +442,9 @@ func (s *Store) Fallocate(ino uint64, mode uint32, off, length int64) (Attr, err
 	default:
 		return Attr{}, ErrNotSupported
 	}
+	if err := s.ensureLocal(ino); err != nil {
+		return Attr{}, err
+	}
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err := s.GetAttr(ino)
@@ -499,6 +531,9 @@ const (
 // SeekData implements lseek's SEEK_DATA and SEEK_HOLE at chunk granularity:
 // a chunk that is stored counts as data, a missing one as a hole.
 func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
+	if err := s.ensureLocal(ino); err != nil {
+		return 0, err
+	}
 	a, err := s.GetAttr(ino)
 	if err != nil {
 		return 0, err

@@ -11,11 +11,13 @@
 // range deletion and reading a directory is one prefix scan.
 //
 //	'M' name                      meta: format version, next inode number, inode count
+//	'M' 'u:' name                 meta kept by the layers above (GetMeta, SetMeta)
 //	'I' ino 'a'                   attributes (Attr, fixed-size binary)
 //	'I' ino 'c' chunk             file data: bytes [chunk*ChunkSize, ...) of the file,
 //	                              at most ChunkSize long; a missing or short chunk reads as zeros
 //	'I' ino 'd' name              directory entry: child ino (8 bytes) and file type (1 byte)
 //	'I' ino 'l'                   symbolic link target
+//	'I' ino 'o'                   origin: source, remote name and version of an imported file
 //	'I' ino 'p' parent name       back reference: one name of ino (one per hard link),
 //	                              used to find a directory's parent and an inode's paths
 //	'I' ino 'x' name              extended attribute value

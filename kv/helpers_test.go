@@ -186,6 +186,9 @@ func readRaw(t testing.TB, s *Store) *rawState {
 		k, v := it.Key(), it.Value()
 		switch k[0] {
 		case pfxMeta:
+			if bytes.HasPrefix(k, userMetaKey("")) {
+				continue // values of the layers above
+			}
 			if len(v) != 8 {
 				t.Fatalf("meta key %q holds %d bytes", k, len(v))
 			}
@@ -238,6 +241,10 @@ func readRaw(t testing.TB, s *Store) *rawState {
 				r.backrefs[backref{binary.BigEndian.Uint64(rest), string(rest[8:])}] = true
 			case kindXattr:
 				r.xattrs++
+			case kindOrigin:
+				if _, err := decodeOrigin(v); err != nil {
+					t.Fatalf("origin %q: %v", k, err)
+				}
 			default:
 				t.Fatalf("unknown inode key kind %q", k)
 			}

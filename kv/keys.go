@@ -12,6 +12,7 @@ const (
 	kindChunk   = 'c'
 	kindDirent  = 'd'
 	kindLink    = 'l'
+	kindOrigin  = 'o'
 	kindBackref = 'p'
 	kindXattr   = 'x'
 )
@@ -56,6 +57,11 @@ func backrefKey(ino, parent uint64, name string) []byte {
 func xattrKey(ino uint64, name string) []byte {
 	return append(append(inodePrefix(ino), kindXattr), name...)
 }
+
+func originKey(ino uint64) []byte { return append(inodePrefix(ino), kindOrigin) }
+
+// userMetaKey is the meta key of a value that a layer above the store keeps.
+func userMetaKey(name string) []byte { return append([]byte{pfxMeta, 'u', ':'}, name...) }
 
 func orphanKey(ino uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{pfxOrphan}, ino)

@@ -24,6 +24,12 @@ type NewInode struct {
 	Gid    uint32
 	Rdev   uint32
 	Target string // symlink target
+
+	// For imported files:
+	Mtime  int64   // if not zero, the modification time
+	Origin *Origin // where the file came from (Origin.Ctime is set here)
+	Remote bool    // a regular file whose Size bytes stay at Origin until first read
+	Size   uint64  // with Remote, the file's size
 }
 
 // Dirent is one directory entry.
@@ -181,6 +187,22 @@ func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
 	case S_IFLNK:
 		a.Size = uint64(len(n.Target))
 		t.b.Set(linkKey(a.Ino), []byte(n.Target), nil)
+	case S_IFREG:
+		if n.Remote {
+			if n.Origin == nil || n.Size > MaxFileSize {
+				return Attr{}, ErrInvalid
+			}
+			a.Flags |= FlagRemote
+			a.Size = n.Size
+		}
+	}
+	if n.Mtime != 0 {
+		a.Mtime = n.Mtime
+	}
+	if n.Origin != nil {
+		o := *n.Origin
+		o.Ctime = a.Ctime
+		t.b.Set(originKey(a.Ino), o.encode(), nil)
 	}
 	if typ != S_IFCHR && typ != S_IFBLK {
 		a.Rdev = 0

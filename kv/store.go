@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,9 +22,12 @@ import (
 )
 
 // FormatVersion is the version of the key layout this package writes. A
-// store of a newer version is refused; older versions are upgraded on open
-// (there are none yet).
-const FormatVersion = 1
+// store of a newer version is refused; older versions are upgraded on open.
+//
+//	1: the first layout
+//	2: attributes gain flags (FlagRemote) and inodes an origin record; a
+//	   version 1 store needs no rewrite (its attributes decode as flags 0)
+const FormatVersion = 2
 
 // RootIno is the inode number of the root directory.
 const RootIno = 1
@@ -85,6 +89,9 @@ type Store struct {
 	// by nsMu. Forget of any other inode has nothing to do.
 	orphans map[uint64]struct{}
 
+	fetcher atomic.Pointer[Fetcher]
+	fetchState
+
 	dirty     atomic.Bool // operations committed since the last flush
 	unsynced  atomic.Bool // operations committed since the last sync
 	stop      chan struct{}
@@ -123,6 +130,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.fetches = make(map[uint64]*fetchCall)
 	if err := s.openDB(opts, fresh); err != nil {
 		lock.Close()
 		return nil, err
@@ -263,6 +272,11 @@ func (s *Store) loadMeta() error {
 		return err
 	case v > FormatVersion:
 		return fmt.Errorf("store %s: %w (%d; this computerfs reads up to %d)", s.dir, ErrNewerFormat, v, FormatVersion)
+	case v < FormatVersion:
+		if err := s.db.Set(keyFormat, u64(FormatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("store %s: upgrade from format %d: %w", s.dir, v, err)
+		}
+		s.log.Info("store upgraded", "from", v, "to", FormatVersion)
 	}
 	if s.nextIno, err = s.getUint64(keyNextIno); err != nil {
 		return fmt.Errorf("store %s: next inode: %w", s.dir, err)
@@ -359,6 +373,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	close(s.stop)
+	s.cancel()
 	s.flusherWG.Wait()
 	err := s.Sync()
 	if cerr := s.db.Close(); err == nil {

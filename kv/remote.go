@@ -1,0 +1,263 @@
+package kv
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Origin is where an imported file came from: which source of the workspace
+// spec, the file's name there and its version. Origins let a lazy file be
+// fetched, a refresh tell an untouched file from an edited one, and sync
+// back know what the remote held.
+type Origin struct {
+	Source uint32 // index of the source in the workspace spec
+	Key    string // name at the source: object key, path in the repository
+	ID     string // version at the source: ETag, blob hash
+	// Ctime is the inode's change time when it last matched the source.
+	// Any later change to the file (data, mode, owner, name) moves ctime,
+	// so Unchanged is a cheap, conservative test for local edits.
+	Ctime int64
+}
+
+// Unchanged reports whether a file with attributes a still holds what it
+// had when it matched its source.
+func (o *Origin) Unchanged(a *Attr) bool { return a.Ctime == o.Ctime }
+
+const originVersion = 1
+
+func (o *Origin) encode() []byte {
+	b := make([]byte, 0, 1+5+len(o.Key)+len(o.ID)+2*binary.MaxVarintLen64)
+	b = append(b, originVersion)
+	b = binary.AppendUvarint(b, uint64(o.Source))
+	b = binary.AppendUvarint(b, uint64(len(o.Key)))
+	b = append(b, o.Key...)
+	b = binary.AppendUvarint(b, uint64(len(o.ID)))
+	b = append(b, o.ID...)
+	return binary.AppendVarint(b, o.Ctime)
+}
+
+func decodeOrigin(b []byte) (Origin, error) {
+	bad := corrupt("origin record %x", b)
+	if len(b) == 0 || b[0] != originVersion {
+		return Origin{}, bad
+	}
+	b = b[1:]
+	var o Origin
+	src, n := binary.Uvarint(b)
+	if n <= 0 || src > 1<<32-1 {
+		return Origin{}, bad
+	}
+	o.Source, b = uint32(src), b[n:]
+	for _, dst := range []*string{&o.Key, &o.ID} {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return Origin{}, bad
+		}
+		*dst, b = string(b[n:n+int(l)]), b[n+int(l):]
+	}
+	ct, n := binary.Varint(b)
+	if n <= 0 || n != len(b) {
+		return Origin{}, bad
+	}
+	o.Ctime = ct
+	return o, nil
+}
+
+// Origin returns where ino came from, or ErrNotFound for a file that was
+// made in the workspace.
+func (s *Store) Origin(ino uint64) (o Origin, err error) {
+	err = s.view(originKey(ino), func(v []byte) (err error) {
+		o, err = decodeOrigin(v)
+		return err
+	})
+	return o, err
+}
+
+// SetOrigin records that ino now matches its source as o says; o.Ctime is
+// set to the inode's current change time.
+func (s *Store) SetOrigin(ino uint64, o Origin) error {
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return err
+	}
+	o.Ctime = a.Ctime
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(originKey(ino), o.encode(), nil)
+	return s.commit(b)
+}
+
+// A Fetcher opens the content of a remote file (one with FlagRemote) at its
+// source. The store reads exactly size bytes from it; a different length
+// means the source changed and fails the fetch.
+type Fetcher func(ctx context.Context, ino uint64, o Origin, size uint64) (io.ReadCloser, error)
+
+// SetFetcher installs the function that fetches remote files. Without one,
+// reading a remote file fails.
+func (s *Store) SetFetcher(f Fetcher) { s.fetcher.Store(&f) }
+
+type fetchCall struct {
+	done chan struct{}
+	err  error
+}
+
+// fetchBatch is how much fetched data goes into one batch.
+const fetchBatch = 16 * ChunkSize
+
+// ensureLocal fetches ino's content if it is still remote. A file never
+// becomes remote again, so a check without locks is enough.
+func (s *Store) ensureLocal(ino uint64) error {
+	a, err := s.GetAttr(ino)
+	if err != nil || a.Flags&FlagRemote == 0 {
+		return err
+	}
+	return s.materialize(ino)
+}
+
+// materialize fetches a remote file's content into the store. Concurrent
+// callers for one inode share one fetch and its outcome; a failed fetch is
+// forgotten, so the next access tries again.
+func (s *Store) materialize(ino uint64) error {
+	s.fetchMu.Lock()
+	if c, ok := s.fetches[ino]; ok {
+		s.fetchMu.Unlock()
+		<-c.done
+		return c.err
+	}
+	c := &fetchCall{done: make(chan struct{})}
+	s.fetches[ino] = c
+	s.fetchMu.Unlock()
+
+	c.err = s.fetch(ino)
+	if c.err != nil {
+		s.log.Error("fetch of a remote file failed", "ino", ino, "err", c.err)
+	}
+	s.fetchMu.Lock()
+	delete(s.fetches, ino)
+	s.fetchMu.Unlock()
+	close(c.done)
+	return c.err
+}
+
+// errFetchMoot stops a fetch whose file stopped being remote meanwhile (it
+// was truncated to zero or deleted): nobody needs the content any more.
+var errFetchMoot = errors.New("file is no longer remote")
+
+func (s *Store) fetch(ino uint64) error {
+	a, err := s.GetAttr(ino)
+	if err != nil || a.Flags&FlagRemote == 0 {
+		return err
+	}
+	o, err := s.Origin(ino)
+	if err != nil {
+		return fmt.Errorf("remote file %d: origin: %w", ino, err)
+	}
+	f := s.fetcher.Load()
+	if f == nil || *f == nil {
+		return fmt.Errorf("remote file %d (%q of source %d): no fetcher for its source", ino, o.Key, o.Source)
+	}
+	size := a.Size
+	rc, err := (*f)(s.ctx, ino, o, size)
+	if err != nil {
+		return fmt.Errorf("fetch %q: %w", o.Key, err)
+	}
+	defer rc.Close()
+	buf := make([]byte, min(fetchBatch, max(size, 1)))
+	var off, blocks uint64
+	for {
+		n, rerr := io.ReadFull(rc, buf)
+		switch {
+		case rerr == io.ErrUnexpectedEOF || rerr == io.EOF:
+			rerr = nil
+		case rerr != nil:
+			return fmt.Errorf("fetch %q: %w", o.Key, rerr)
+		}
+		if off+uint64(n) > size {
+			return fmt.Errorf("fetch %q: the source has more than the %d bytes recorded at import", o.Key, size)
+		}
+		last := n < len(buf) || off+uint64(n) == size
+		if last && off+uint64(n) < size {
+			return fmt.Errorf("fetch %q: the source has %d bytes, %d were recorded at import", o.Key, off+uint64(n), size)
+		}
+		if last {
+			// A source that has exactly size bytes ends here; one with more
+			// must not pass for complete.
+			var probe [1]byte
+			if m, _ := rc.Read(probe[:]); m > 0 {
+				return fmt.Errorf("fetch %q: the source has more than the %d bytes recorded at import", o.Key, size)
+			}
+		}
+		err := s.fill(ino, off, buf[:n], &blocks, last)
+		if err == errFetchMoot {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		off += uint64(n)
+		if last {
+			return nil
+		}
+	}
+}
+
+// fill stores fetched data at off (a multiple of ChunkSize) and, with last,
+// makes the file local. The data's chunks never existed, so blocks counts
+// them from zero.
+func (s *Store) fill(ino, off uint64, data []byte, blocks *uint64, last bool) error {
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.GetAttr(ino)
+	if err == ErrNotFound {
+		return errFetchMoot
+	}
+	if err != nil {
+		return err
+	}
+	if a.Flags&FlagRemote == 0 {
+		return errFetchMoot
+	}
+	b := s.db.NewBatchWithSize(len(data) + 256)
+	defer b.Close()
+	for pos := 0; pos < len(data); pos += ChunkSize {
+		chunk := data[pos:min(pos+ChunkSize, len(data))]
+		b.Set(chunkKey(ino, (off+uint64(pos))/ChunkSize), chunk, nil)
+		*blocks += blocksFor(uint64(len(chunk)))
+	}
+	if last {
+		a.Flags &^= FlagRemote
+		a.Blocks = *blocks
+		b.Set(attrKey(ino), a.encode(), nil)
+	}
+	return s.commit(b)
+}
+
+// GetMeta returns the value that SetMeta stored under name, or ErrNotFound.
+// Meta values belong to the layers above the store (the workspace spec,
+// sync cursors).
+func (s *Store) GetMeta(name string) ([]byte, error) { return s.get(userMetaKey(name)) }
+
+// SetMeta stores value under name and syncs it to stable storage.
+func (s *Store) SetMeta(name string, value []byte) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(userMetaKey(name), value, nil)
+	if err := s.commit(b); err != nil {
+		return err
+	}
+	return s.Sync()
+}
+
+// fetchState is the part of Store that lazy fetching uses.
+type fetchState struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	fetchMu sync.Mutex
+	fetches map[uint64]*fetchCall
+}

@@ -1,0 +1,182 @@
+package spec
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExampleParses(t *testing.T) {
+	sp, err := Load("../examples/workspace.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.Sources) != 4 {
+		t.Fatalf("%d sources, want 4", len(sp.Sources))
+	}
+	g, s3, dir, c := sp.Sources[0], sp.Sources[1], sp.Sources[2], sp.Sources[3]
+	if g.Kind() != "git" || g.Path != "/repo" || g.Git.URL != "file:///srv/git/app.git" || g.Git.Ref != "main" || g.Line == 0 {
+		t.Errorf("git source: %+v %+v", g, g.Git)
+	}
+	if s3.Kind() != "s3" || s3.S3.Bucket != "datasets" || !s3.S3.PathStyle || !s3.S3.IsLazy() ||
+		s3.S3.MaxBytes != 50<<30 || s3.S3.MaxObjects != 100000 || s3.S3.Endpoint != "http://127.0.0.1:7070" {
+		t.Errorf("s3 source: %+v", s3.S3)
+	}
+	abs, _ := filepath.Abs("../examples/notes")
+	if dir.Kind() != "dir" || dir.Dir != abs {
+		t.Errorf("dir source: %q, want %q", dir.Dir, abs)
+	}
+	if c.Kind() != "content" || !strings.HasPrefix(*c.Content, "# Crash on empty input\n") || c.Mode == nil || *c.Mode != 0o644 {
+		t.Errorf("content source: %+v", c)
+	}
+}
+
+func TestErrorsNameLineAndField(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		line       int
+		want       string // substring of the error
+	}{
+		{"empty", "", 0, "spec is empty"},
+		{"no sources", "sources: []\n", 1, "sources: no sources"},
+		{"unknown top field", "sourcez: []\n", 1, "unknown field sourcez in the spec"},
+		{"unknown source field", "sources:\n  - path: /a\n    gti: {url: x}\n", 3, "unknown field gti in a source"},
+		{"unknown git field", "sources:\n  - path: /a\n    git:\n      url: x\n      rev: main\n", 5, "unknown field rev in git"},
+		{"wrong type", "sources:\n  - path: /a\n    git: {url: x, depth: deep}\n", 3, "cannot unmarshal"},
+		{"bad yaml", "sources:\n  - path: /a\n\t- dir: x\n", 2, "found a tab character"},
+		{"two kinds", "sources:\n  - path: /a\n    dir: x\n    content: y\n", 2, "sources[0]: a source needs exactly one"},
+		{"no kind", "sources:\n  - path: /a\n", 2, "exactly one of git, s3, dir and content (it has 0)"},
+		{"no path", "sources:\n  - dir: x\n", 2, "sources[0].path: required"},
+		{"dotdot", "sources:\n  - dir: x\n    path: /a/../../etc\n", 3, "sources[0].path: \"/a/../../etc\" leaves the workspace"},
+		{"missing url", "sources:\n  - path: /a\n    git: {ref: main}\n", 3, "sources[0].git.url: required"},
+		{"negative depth", "sources:\n  - path: /a\n    git:\n      url: u\n      depth: -1\n", 5, "sources[0].git.depth: must be 0"},
+		{"bad ref", "sources:\n  - path: /a\n    git:\n      url: u\n      ref: \"a b\"\n", 5, "sources[0].git.ref"},
+		{"bad token env", "sources:\n  - path: /a\n    git: {url: u, token_env: \"1X\"}\n", 3, "token_env"},
+		{"missing bucket", "sources:\n  - path: /d\n    s3: {prefix: p/}\n", 3, "sources[0].s3.bucket: required"},
+		{"bad bucket", "sources:\n  - path: /d\n    s3: {bucket: Bad_Bucket}\n", 3, "not a valid bucket name"},
+		{"bad endpoint", "sources:\n  - path: /d\n    s3:\n      bucket: b12\n      endpoint: \"127.0.0.1:9000\"\n", 5, "sources[0].s3.endpoint"},
+		{"bad size", "sources:\n  - path: /d\n    s3:\n      bucket: b12\n      max_bytes: lots\n", 5, "size \"lots\""},
+		{"bad mode", "sources:\n  - path: /f\n    content: x\n    mode: \"0999\"\n", 4, "not an octal file mode"},
+		{"mode without content", "sources:\n  - path: /f\n    dir: x\n    mode: \"0644\"\n", 4, "mode applies to inline files"},
+		{"content at root", "sources:\n  - path: /\n    content: x\n", 2, "cannot be the workspace root"},
+		{"overlap", "sources:\n  - path: /a\n    dir: x\n  - path: /b\n    dir: y\n  - path: /a/c\n    content: z\n", 6, "sources[2].path: /a/c overlaps /a of sources[0]"},
+		{"same path", "sources:\n  - path: /a\n    dir: x\n  - path: a/\n    dir: y\n", 4, "sources[1].path: /a overlaps /a of sources[0]"},
+		{"root overlaps", "sources:\n  - path: /z\n    dir: x\n  - path: /\n    dir: y\n", 4, "sources[1].path: / overlaps"},
+		{"two documents", "sources:\n  - path: /a\n    dir: x\n---\nsources: []\n", 4, "more than one YAML document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "ws.yaml", "/base")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not contain %q", err, tc.want)
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error %T is not a *spec.Error", err)
+			}
+			if se.Line != tc.line {
+				t.Fatalf("error %q names line %d, want %d", err, se.Line, tc.line)
+			}
+			if !strings.HasPrefix(err.Error(), "ws.yaml") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func TestPathsAndDefaults(t *testing.T) {
+	sp, err := Parse([]byte(`sources:
+  - path: repo/
+    git: {url: "https://example.com/r.git"}
+  - path: /ab
+    s3: {bucket: data, lazy: false}
+  - path: /a
+    dir: rel/dir
+  - path: /abc/./x
+    content: ""
+`), "ws.yaml", "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{sp.Sources[0].Path, sp.Sources[1].Path, sp.Sources[2].Path, sp.Sources[3].Path}
+	if strings.Join(got, " ") != "/repo /ab /a /abc/x" {
+		t.Fatalf("paths %q", got)
+	}
+	if sp.Sources[1].S3.IsLazy() {
+		t.Fatal("lazy: false ignored")
+	}
+	if sp.Sources[2].Dir != "/base/rel/dir" {
+		t.Fatalf("relative dir resolved to %q", sp.Sources[2].Dir)
+	}
+	if sp.Sources[0].Git.Depth != 0 || sp.Sources[0].Git.Push {
+		t.Fatal("git defaults")
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "10": 10, "10B": 10, "1k": 1024, "1KB": 1000, "1KiB": 1024,
+		"2M": 2 << 20, "2MB": 2e6, "1.5GiB": 3 << 29, "1 TB": 1e12, "8T": 8 << 40} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "1X", "-1", "1..2M", "99999999999999999999", "9000000000T", "1e3"} {
+		if v, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", in, v)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("sources:\n  - path: /a\n    git: {url: x, depth: 1}\n"))
+	f.Add([]byte("sources:\n  - path: /d\n    s3: {bucket: b12, max_bytes: 1GiB}\n  - path: /e\n    content: x\n    mode: \"0755\"\n"))
+	f.Add([]byte("sources:\n  - path: /a/../b\n    dir: x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sp, err := Parse(data, "f.yaml", "/base")
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v is %T, not a spec.Error", err, err)
+			}
+			return
+		}
+		// A spec that parses has clean, non-overlapping, absolute paths
+		// and one kind per source.
+		seen := map[string]bool{}
+		for _, s := range sp.Sources {
+			if c, err := CleanPath(s.Path); err != nil || c != s.Path || !strings.HasPrefix(s.Path, "/") {
+				t.Fatalf("path %q not clean", s.Path)
+			}
+			if s.Kind() == "" {
+				t.Fatalf("source without kind: %+v", s)
+			}
+			for p := range seen {
+				if p == s.Path || p == "/" || s.Path == "/" || strings.HasPrefix(s.Path, p+"/") || strings.HasPrefix(p, s.Path+"/") {
+					t.Fatalf("overlapping paths %q and %q accepted", p, s.Path)
+				}
+			}
+			seen[s.Path] = true
+		}
+	})
+}
+
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"/a", "a/b/", "/../x", "/a/./b", "//a//b", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		c, err := CleanPath(p)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(c, "/") || strings.Contains(c, "/../") || strings.HasSuffix(c, "/..") || (len(c) > 1 && strings.HasSuffix(c, "/")) {
+			t.Fatalf("CleanPath(%q) = %q", p, c)
+		}
+		if c2, err := CleanPath(c); err != nil || c2 != c {
+			t.Fatalf("CleanPath not idempotent: %q -> %q -> %q (%v)", p, c, c2, err)
+		}
+	})
+}
