@@ -1,0 +1,142 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+)
+
+// GC removes what sandboxes left behind when the process that ran them
+// died (SIGKILL, a crash, a host crash): their processes, cgroups and
+// state. Sandboxes whose process still runs are left alone. stateDir is
+// Options.StateDir ("" for DefaultStateDir). It returns the ids of the
+// sandboxes it removed.
+func GC(stateDir string) ([]string, error) {
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
+	root := filepath.Join(stateDir, "containers")
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	live := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		c, err := libcontainer.Load(root, id)
+		if err != nil {
+			// No usable state: remove it, its cgroups go below.
+			if err := os.RemoveAll(filepath.Join(root, id)); err != nil {
+				errs = append(errs, err)
+			}
+			removed = append(removed, id)
+			continue
+		}
+		cfg := c.Config()
+		if ownerAlive(cfg.Labels) {
+			live[id] = true
+			continue
+		}
+		if err := destroyContainer(c); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			live[id] = true
+			continue
+		}
+		removed = append(removed, id)
+	}
+	// Cgroups without state (the state was removed, the cgroup was not).
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupParent + "/cfs-*")
+	v2, _ := filepath.Glob("/sys/fs/cgroup/" + cgroupParent + "/cfs-*")
+	for _, dir := range append(dirs, v2...) {
+		id := filepath.Base(dir)
+		if live[id] {
+			continue
+		}
+		if err := removeCgroup(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !contains(removed, id) {
+			removed = append(removed, id)
+		}
+	}
+	tmps, _ := filepath.Glob(filepath.Join(stateDir, ".rootfs-*"))
+	for _, t := range tmps {
+		os.RemoveAll(t)
+	}
+	return removed, errors.Join(errs...)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerAlive says whether the process named by a container's owner label
+// still runs.
+func ownerAlive(labels []string) bool {
+	for _, l := range labels {
+		v, ok := strings.CutPrefix(l, ownerLabel+"=")
+		if !ok {
+			continue
+		}
+		p, s, _ := strings.Cut(v, ":")
+		pid, err1 := strconv.Atoi(p)
+		start, err2 := strconv.ParseUint(s, 10, 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		return startTime(pid) == start
+	}
+	return false
+}
+
+// destroyContainer kills a container's processes and removes it.
+func destroyContainer(c *libcontainer.Container) error {
+	c.Signal(syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := c.Destroy()
+		if err == nil || !errors.Is(err, libcontainer.ErrRunning) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// removeCgroup kills whatever is left in a cgroup and removes it.
+func removeCgroup(dir string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

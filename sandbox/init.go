@@ -1,0 +1,199 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	// The blank imports libcontainer needs in the binary that runs
+	// containers: the C code that sets up namespaces before the Go runtime
+	// starts in "init", and the device cgroup rules.
+	_ "github.com/opencontainers/cgroups/devices"
+	"github.com/opencontainers/runc/libcontainer"
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+	"golang.org/x/sys/unix"
+)
+
+// initArg is the argument that makes the binary the sandbox's pid 1.
+const initArg = "computerfs-sandbox-init"
+
+// Init must be the first thing main (or TestMain) does in a program that
+// uses Run. In the processes that Run starts, the program's own binary
+// again, it does their work and never returns: libcontainer's "init" that
+// sets up the container, then the sandbox's pid 1. Anywhere else it
+// returns at once.
+func Init() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case "init":
+		if os.Getenv("_LIBCONTAINER_INITPIPE") != "" {
+			libcontainer.Init() // does not return
+		}
+	case initArg:
+		if os.Getpid() == 1 {
+			os.Exit(sandboxInit(os.Args[2:]))
+		}
+	}
+}
+
+// The status pipe (fd 4 of pid 1) tells Run what the exit code cannot:
+// "errno N" when the program could not be started, "signal N" when a
+// signal killed it (pid 1 cannot die of a signal it sends itself).
+type initStatus struct {
+	errno  syscall.Errno
+	signal syscall.Signal
+}
+
+func parseStatus(s string) (initStatus, bool) {
+	var st initStatus
+	word, arg, ok := strings.Cut(strings.TrimSpace(s), " ")
+	if !ok {
+		return st, false
+	}
+	n, err := strconv.Atoi(arg)
+	if err != nil {
+		return st, false
+	}
+	switch word {
+	case "errno":
+		st.errno = syscall.Errno(n)
+	case "signal":
+		st.signal = syscall.Signal(n)
+	default:
+		return st, false
+	}
+	return st, true
+}
+
+// Signals pid 1 passes on to the program.
+var forwarded = []os.Signal{
+	unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM,
+	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGALRM,
+}
+
+// sandboxInit is pid 1 of a sandbox. Fd 3 holds the compiled seccomp
+// filter (empty: none), fd 4 is the status pipe. It loads the filter,
+// starts args, forwards signals to it, reaps every orphan and returns the
+// program's exit code once the program has ended.
+func sandboxInit(args []string) int {
+	status := os.NewFile(4, "status")
+	syscall.CloseOnExec(4)
+	filter, err := readFilter(3)
+	syscall.Close(3)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox init:", err)
+		return 125
+	}
+	if len(args) == 0 {
+		return 125
+	}
+	failed := func(err error) int {
+		errno := syscall.ENOENT
+		var e syscall.Errno
+		switch {
+		case errors.As(err, &e):
+			errno = e
+		case errors.Is(err, fs.ErrPermission):
+			errno = syscall.EACCES
+		}
+		fmt.Fprintf(status, "errno %d\n", int(errno))
+		if errno == syscall.ENOENT || errno == syscall.ENOTDIR {
+			return 127
+		}
+		return 126
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return failed(err)
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+	if len(filter) > 0 {
+		if err := loadFilter(filter); err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox init: seccomp:", err)
+			return 125
+		}
+	}
+	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+	})
+	if err != nil {
+		return failed(err)
+	}
+	go func() {
+		for s := range sigs {
+			syscall.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox init: wait:", err)
+			return 125
+		}
+		if wpid != pid {
+			continue // an orphan
+		}
+		if ws.Signaled() {
+			fmt.Fprintf(status, "signal %d\n", int(ws.Signal()))
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
+}
+
+// readFilter reads the whole of fd with pread: the file is shared by every
+// sandbox of the process that made it, and so is its offset.
+func readFilter(fd int) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Size == 0 || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, nil
+	}
+	b := make([]byte, st.Size)
+	for off := 0; off < len(b); {
+		n, err := unix.Pread(fd, b[off:], int64(off))
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, errors.New("short seccomp filter")
+		}
+		off += n
+	}
+	return b, nil
+}
+
+// loadFilter installs a BPF program (struct sock_filter[] as the kernel
+// takes it) on every thread of the process; its children inherit it. The
+// no_new_privs bit is already set by libcontainer.
+func loadFilter(b []byte) error {
+	const insnSize = int(unsafe.Sizeof(unix.SockFilter{}))
+	if len(b)%insnSize != 0 || len(b)/insnSize > 0xffff {
+		return fmt.Errorf("bad filter of %d bytes", len(b))
+	}
+	insns := unsafe.Slice((*unix.SockFilter)(unsafe.Pointer(&b[0])), len(b)/insnSize)
+	prog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
+	_, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

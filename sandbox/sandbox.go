@@ -1,0 +1,448 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+)
+
+// Network says which network a sandbox sees.
+type Network string
+
+const (
+	// NetworkNone gives the sandbox its own network namespace with only a
+	// loopback interface: nothing outside the sandbox can be reached.
+	NetworkNone Network = "none"
+	// NetworkHost shares the host's network namespace.
+	NetworkHost Network = "host"
+)
+
+// User is a user and group inside the sandbox. Inside ids 0 to 65535 are
+// host ids 100000 to 165535: root inside is not root outside.
+type User struct {
+	UID, GID uint32
+}
+
+// DefaultUser is the unprivileged user programs run as by default
+// (host uid and gid 101000).
+var DefaultUser = User{UID: 1000, GID: 1000}
+
+// Limits bound what a run may use. Zero means no limit.
+type Limits struct {
+	Memory      int64         // bytes of memory (the cgroup's, page cache and tmpfs included); no swap
+	Pids        int64         // processes and threads at once
+	CPU         float64       // cores (0.5 = half of one core)
+	Timeout     time.Duration // wall clock; when it passes every process of the sandbox is killed
+	OutputBytes int64         // stdout and stderr together; when exceeded the output is cut there and the sandbox is killed
+}
+
+// Options describe one run.
+type Options struct {
+	// Args is the program and its arguments. A program without a slash is
+	// looked up in the sandbox's PATH.
+	Args []string
+	// Workspace is a host directory (normally a computerfs mount) that
+	// appears read-write at /workspace. Empty: no workspace.
+	Workspace string
+	// Env is added to the default environment (PATH, HOME=/tmp, TERM if
+	// the host has one is not passed). A KEY=VALUE here replaces the
+	// default of the same KEY.
+	Env []string
+	// Cwd is the working directory inside the sandbox: /workspace by
+	// default (/ without a workspace); a relative path is relative to it.
+	Cwd string
+	// Stdin, Stdout and Stderr are the program's standard streams; nil
+	// means /dev/null. An *os.File is passed to the program as it is
+	// (unless OutputBytes is set); anything else goes through a pipe.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Rootfs is an unpacked root file system to use (read-only) instead of
+	// the host's userland. It must contain the directories /proc, /dev,
+	// /tmp and, with a workspace, /workspace, and be readable by host uid
+	// 100000 and up.
+	Rootfs string
+	// User is who runs the program inside; nil means DefaultUser.
+	User *User
+	// Network is NetworkNone (the default, for "") or NetworkHost.
+	Network Network
+	Limits  Limits
+	// Hostname inside the sandbox; "sandbox" by default.
+	Hostname string
+	// NoSeccomp runs without the seccomp filter. Without it, a binary
+	// built without the seccomp tag refuses to run anything.
+	NoSeccomp bool
+	// Signals received on this channel are passed to the program (through
+	// the sandbox's pid 1) while it runs.
+	Signals <-chan os.Signal
+	// StateDir holds container state and the host root skeleton;
+	// DefaultStateDir by default. GC must be given the same directory.
+	StateDir string
+}
+
+// DefaultStateDir is where containers keep their state unless
+// Options.StateDir says otherwise.
+const DefaultStateDir = "/run/computerfs-sandbox"
+
+// Result is how a run ended and what it used.
+type Result struct {
+	// ExitCode is the program's exit status, 128+N if signal N killed it,
+	// 127 if the program was not found and 126 if it could not be
+	// executed.
+	ExitCode int
+	// Signal is the signal that killed the program, 0 if it exited.
+	Signal syscall.Signal
+	// Duration is the wall-clock time from the start of the container to
+	// the end of its last process.
+	Duration time.Duration
+	// PeakMemory is the most memory the sandbox's cgroup used, in bytes.
+	PeakMemory int64
+	// CPUTime is the CPU time (user and system) of every process of the
+	// sandbox.
+	CPUTime time.Duration
+	// OOMKilled: the kernel killed a process of the sandbox because the
+	// memory limit was reached.
+	OOMKilled bool
+	// PidsLimited: a fork or clone failed because of the pids limit.
+	PidsLimited bool
+	// TimedOut: Limits.Timeout passed and the sandbox was killed.
+	TimedOut bool
+	// OutputLimited: the output passed Limits.OutputBytes, was cut there
+	// and the sandbox was killed.
+	OutputLimited bool
+}
+
+// StartError is returned by Run when the program could not be started:
+// Result.ExitCode is then 127 (not found) or 126 (not executable).
+type StartError struct {
+	Program string
+	Err     error // an errno: ENOENT, EACCES, ENOEXEC...
+}
+
+func (e *StartError) Error() string {
+	if errors.Is(e.Err, syscall.ENOENT) {
+		return fmt.Sprintf("%s: program not found in the sandbox", e.Program)
+	}
+	return fmt.Sprintf("%s: cannot execute in the sandbox: %v", e.Program, e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Exec runs a shell command (/bin/sh -c command) with opts; opts.Args is
+// ignored. It is Run for callers that have a command line, like an exec
+// backend.
+func Exec(ctx context.Context, command string, opts Options) (Result, error) {
+	opts.Args = []string{"/bin/sh", "-c", command}
+	return Run(ctx, opts)
+}
+
+// Run runs opts.Args in a new sandbox and waits until every process of the
+// sandbox has ended. An error means the sandbox could not be set up or the
+// program could not be started (a *StartError) or ctx was cancelled (the
+// sandbox is killed, the error is ctx.Err()); how the program itself ended
+// is in the Result.
+func Run(ctx context.Context, opts Options) (Result, error) {
+	if len(opts.Args) == 0 || opts.Args[0] == "" {
+		return Result{}, errors.New("sandbox: no program given")
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	r, err := newRun(&opts)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.cleanup()
+	return r.run(ctx)
+}
+
+// run is the state of one Run.
+type run struct {
+	opts      *Options
+	id        string
+	container *libcontainer.Container
+	process   *libcontainer.Process
+	closers   []io.Closer // closed when Run returns
+	childEnds []io.Closer // the container's ends, closed once it has them
+	copies    sync.WaitGroup
+	status    *os.File // read end of the init's status pipe
+
+	mu      sync.Mutex
+	written int64 // output bytes so far, under mu
+	limited bool  // the output limit was passed
+	killed  bool  // the sandbox was killed by us
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "cfs-" + hex.EncodeToString(b)
+}
+
+func newRun(opts *Options) (*run, error) {
+	if opts.StateDir == "" {
+		opts.StateDir = DefaultStateDir
+	}
+	if opts.Network == "" {
+		opts.Network = NetworkNone
+	}
+	if opts.Network != NetworkNone && opts.Network != NetworkHost {
+		return nil, fmt.Errorf("sandbox: network %q: want %q or %q", opts.Network, NetworkNone, NetworkHost)
+	}
+	if opts.Workspace != "" {
+		abs, err := filepath.Abs(opts.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: workspace: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("sandbox: workspace %s is not a directory", abs)
+		}
+		opts.Workspace = abs
+	}
+	if err := opts.Limits.check(); err != nil {
+		return nil, err
+	}
+	return &run{opts: opts, id: newID()}, nil
+}
+
+func (l Limits) check() error {
+	switch {
+	case l.Memory < 0, l.Pids < 0, l.CPU < 0, l.Timeout < 0, l.OutputBytes < 0:
+		return errors.New("sandbox: limits must not be negative")
+	case l.Memory > 0 && l.Memory < 4<<20:
+		return fmt.Errorf("sandbox: memory limit %d bytes is below 4 MiB", l.Memory)
+	case l.Pids == 1:
+		return errors.New("sandbox: pids limit must be at least 2 (the sandbox's init and the program)")
+	}
+	return nil
+}
+
+func (r *run) run(ctx context.Context) (Result, error) {
+	var res Result
+	config, err := r.config()
+	if err != nil {
+		return res, err
+	}
+	filter, err := r.filterFile()
+	if err != nil {
+		return res, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return res, err
+	}
+	r.status = statusR
+	r.closers = append(r.closers, statusR)
+	r.childEnds = append(r.childEnds, statusW)
+
+	p := &libcontainer.Process{
+		// The container's init execs its own binary again (the sealed copy
+		// libcontainer made of it): that is our pid 1 (see Init).
+		Args:       append([]string{"/proc/self/exe", initArg}, r.opts.Args...),
+		Env:        r.env(),
+		Cwd:        r.cwd(),
+		UID:        int(r.user().UID),
+		GID:        int(r.user().GID),
+		ExtraFiles: []*os.File{filter, statusW}, // fds 3 and 4
+		Init:       true,
+	}
+	if err := r.stdio(p); err != nil {
+		r.closeChildEnds()
+		return res, err
+	}
+	r.process = p
+
+	start := time.Now()
+	c, err := libcontainer.Create(filepath.Join(r.opts.StateDir, "containers"), r.id, config)
+	if err != nil {
+		r.closeChildEnds()
+		return res, fmt.Errorf("sandbox: create container: %w", err)
+	}
+	r.container = c
+	err = c.Run(p)
+	r.closeChildEnds()
+	if err != nil {
+		return res, fmt.Errorf("sandbox: start: %w", startErr(err))
+	}
+
+	// Kill the sandbox on timeout or cancellation.
+	done := make(chan struct{})
+	var timedOut, cancelled bool
+	var timeout <-chan time.Time
+	if t := r.opts.Limits.Timeout; t > 0 {
+		timer := time.NewTimer(t - time.Since(start))
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		select {
+		case <-done:
+			return
+		case <-timeout:
+			timedOut = true
+		case <-ctx.Done():
+			cancelled = true
+		}
+		r.kill()
+	}()
+	if r.opts.Signals != nil {
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case s := <-r.opts.Signals:
+					if sig, ok := s.(syscall.Signal); ok {
+						if pid, err := p.Pid(); err == nil {
+							unix.Kill(pid, sig)
+						}
+					}
+				}
+			}
+		}()
+	}
+
+	ps, waitErr := p.Wait()
+	res.Duration = time.Since(start)
+	r.copies.Wait()
+	close(done)
+	<-killed
+
+	r.stats(&res)
+	status, _ := io.ReadAll(r.status)
+	res.TimedOut = timedOut
+	r.mu.Lock()
+	res.OutputLimited = r.limited
+	r.mu.Unlock()
+	if ps == nil {
+		return res, fmt.Errorf("sandbox: wait: %w", waitErr)
+	}
+	ws := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		// Our init itself was killed: by us, the OOM killer or the kernel.
+		res.Signal = ws.Signal()
+		res.ExitCode = 128 + int(res.Signal)
+	default:
+		res.ExitCode = ws.ExitStatus()
+	}
+	var startErr error
+	if s, ok := parseStatus(string(status)); ok {
+		switch {
+		case s.errno != 0:
+			startErr = &StartError{Program: r.opts.Args[0], Err: s.errno}
+		case s.signal != 0 && !ws.Signaled():
+			res.Signal = s.signal
+			res.ExitCode = 128 + int(s.signal)
+		}
+	}
+	if cancelled {
+		return res, ctx.Err()
+	}
+	return res, startErr
+}
+
+// kill ends every process of the sandbox: pid 1 dies, and with it the pid
+// namespace.
+func (r *run) kill() {
+	r.mu.Lock()
+	r.killed = true
+	r.mu.Unlock()
+	if r.process != nil {
+		if pid, err := r.process.Pid(); err == nil {
+			unix.Kill(pid, unix.SIGKILL)
+			return
+		}
+	}
+	if r.container != nil {
+		r.container.Signal(unix.SIGKILL)
+	}
+}
+
+func (r *run) closeChildEnds() {
+	for _, c := range r.childEnds {
+		c.Close()
+	}
+	r.childEnds = nil
+}
+
+func (r *run) cleanup() {
+	r.closeChildEnds()
+	if r.container != nil {
+		// Destroy kills what may still run, removes the cgroups and the
+		// state directory.
+		destroyContainer(r.container)
+	}
+	for _, c := range r.closers {
+		c.Close()
+	}
+}
+
+func (r *run) user() User {
+	if r.opts.User != nil {
+		return *r.opts.User
+	}
+	return DefaultUser
+}
+
+// DefaultPath is the PATH programs get unless Options.Env sets one.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
+
+func (r *run) env() []string {
+	env := []string{"PATH=" + DefaultPath, "HOME=/tmp"}
+	for _, kv := range r.opts.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, old := range env {
+			if ok, _, _ := strings.Cut(old, "="); ok == k {
+				env[i] = kv
+				replaced = true
+			}
+		}
+		if !replaced {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func (r *run) cwd() string {
+	base := "/"
+	if r.opts.Workspace != "" {
+		base = "/workspace"
+	}
+	if r.opts.Cwd == "" {
+		return base
+	}
+	if filepath.IsAbs(r.opts.Cwd) {
+		return filepath.Clean(r.opts.Cwd)
+	}
+	return filepath.Join(base, r.opts.Cwd)
+}
+
+// startErr makes libcontainer's start errors shorter where they say
+// something we know better.
+func startErr(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "chdir to cwd") {
+		return fmt.Errorf("working directory does not exist in the sandbox: %w", err)
+	}
+	return err
+}
