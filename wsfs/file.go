@@ -1,0 +1,241 @@
+package wsfs
+
+import (
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/computerfs/computerfs/kv"
+)
+
+// Open flags, as os.OpenFile takes them.
+const (
+	O_RDONLY = os.O_RDONLY
+	O_WRONLY = os.O_WRONLY
+	O_RDWR   = os.O_RDWR
+	O_APPEND = os.O_APPEND
+	O_CREATE = os.O_CREATE
+	O_EXCL   = os.O_EXCL
+	O_TRUNC  = os.O_TRUNC
+)
+
+// writeBuffer is how much a File gathers from small sequential writes
+// before it stores them: one batch per chunk, not one per write.
+const writeBuffer = 16 * kv.ChunkSize
+
+// File is an open file of the workspace. Its methods are not safe for
+// concurrent use (like an *os.File's offset, which they share); different
+// Files of one inode may be used concurrently.
+type File struct {
+	fs    *FS
+	name  string
+	ino   uint64
+	flag  int
+	off   int64
+	buf   []byte // written at bufOff, not yet stored
+	bufAt int64
+}
+
+// Open opens p with os.OpenFile's flags. With O_CREATE a missing file is
+// made with perm (less the umask); a symbolic link at the end of p is
+// followed, and a dangling one creates its target, as open(2) does.
+func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
+	r, err := f.lookup(p, true, false)
+	if err == kv.ErrNotFound && flag&O_CREATE != 0 {
+		r, err = f.openCreate(p, perm)
+	} else if err == nil && flag&(O_CREATE|O_EXCL) == O_CREATE|O_EXCL {
+		err = syscall.EEXIST
+	}
+	if err != nil {
+		return nil, pathErr("open", p, err)
+	}
+	if r.attr.IsDir() && flag&(O_WRONLY|O_RDWR) != 0 {
+		return nil, pathErr("open", p, syscall.EISDIR)
+	}
+	if flag&O_TRUNC != 0 && flag&(O_WRONLY|O_RDWR) != 0 && r.attr.IsRegular() && r.attr.Size > 0 {
+		if _, err := f.s.SetAttr(r.ino, kv.SetAttrRequest{Valid: kv.SetSize}); err != nil {
+			return nil, pathErr("open", p, err)
+		}
+	}
+	return &File{fs: f, name: p, ino: r.ino, flag: flag}, nil
+}
+
+// openCreate makes the file that Open with O_CREATE names, following a
+// dangling symbolic link to its target.
+func (f *FS) openCreate(p string, perm uint32) (resolved, error) {
+	cur, above := uint64(kv.RootIno), []uint64(nil)
+	for range maxSymlinks {
+		r, err := f.lookupFrom(cur, above, p, false, true)
+		if err != nil {
+			return r, err
+		}
+		if r.ino == 0 {
+			a, err := f.s.Create(r.dir, r.name, f.newInode(kv.NewInode{Mode: kv.S_IFREG | perm&0o7777&^f.umask}))
+			if err == kv.ErrExist { // lost a race with another creator
+				return f.lookupFrom(cur, above, p, true, false)
+			}
+			return resolved{ino: a.Ino, attr: a, dir: r.dir, name: r.name, above: r.above}, err
+		}
+		if r.attr.Mode&kv.S_IFMT != kv.S_IFLNK {
+			return r, nil
+		}
+		if p, err = f.s.Readlink(r.ino); err != nil {
+			return r, err
+		}
+		cur, above = r.dir, r.above // a relative target starts where the link is
+	}
+	return resolved{}, syscall.ELOOP
+}
+
+// Name is the path the file was opened with.
+func (fl *File) Name() string { return fl.name }
+
+// Ino is the file's inode number.
+func (fl *File) Ino() uint64 { return fl.ino }
+
+// Stat returns the file's attributes.
+func (fl *File) Stat() (kv.Attr, error) {
+	if err := fl.flush(); err != nil {
+		return kv.Attr{}, err
+	}
+	a, err := fl.fs.s.GetAttr(fl.ino)
+	return a, pathErr("stat", fl.name, err)
+}
+
+func (fl *File) readable() bool { return fl.flag&(O_WRONLY|O_RDWR) != O_WRONLY }
+func (fl *File) writable() bool { return fl.flag&(O_WRONLY|O_RDWR) != 0 }
+
+// Read reads from the file's offset.
+func (fl *File) Read(p []byte) (int, error) {
+	n, err := fl.ReadAt(p, fl.off)
+	fl.off += int64(n)
+	return n, err
+}
+
+// ReadAt reads at off without moving the offset; it returns io.EOF at the end.
+func (fl *File) ReadAt(p []byte, off int64) (int, error) {
+	if !fl.readable() {
+		return 0, pathErr("read", fl.name, syscall.EBADF)
+	}
+	if err := fl.flush(); err != nil {
+		return 0, err
+	}
+	n, _, err := fl.fs.s.Read(fl.ino, off, p)
+	if err != nil {
+		return n, pathErr("read", fl.name, err)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Write writes at the file's offset (at the end with O_APPEND).
+func (fl *File) Write(p []byte) (int, error) {
+	if !fl.writable() {
+		return 0, pathErr("write", fl.name, syscall.EBADF)
+	}
+	if fl.flag&O_APPEND != 0 {
+		if err := fl.flush(); err != nil {
+			return 0, err
+		}
+		a, err := fl.fs.s.GetAttr(fl.ino)
+		if err != nil {
+			return 0, pathErr("write", fl.name, err)
+		}
+		fl.off = int64(a.Size)
+	}
+	// Gather sequential writes; anything else goes straight to the store.
+	if len(fl.buf) > 0 && fl.bufAt+int64(len(fl.buf)) != fl.off {
+		if err := fl.flush(); err != nil {
+			return 0, err
+		}
+	}
+	if len(fl.buf) == 0 {
+		fl.bufAt = fl.off
+	}
+	fl.buf = append(fl.buf, p...)
+	fl.off += int64(len(p))
+	if len(fl.buf) >= writeBuffer {
+		if err := fl.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// WriteAt writes at off without moving the offset.
+func (fl *File) WriteAt(p []byte, off int64) (int, error) {
+	if !fl.writable() {
+		return 0, pathErr("write", fl.name, syscall.EBADF)
+	}
+	if err := fl.flush(); err != nil {
+		return 0, err
+	}
+	if _, err := fl.fs.s.Write(fl.ino, off, p); err != nil {
+		return 0, pathErr("write", fl.name, err)
+	}
+	return len(p), nil
+}
+
+// flush stores the gathered writes.
+func (fl *File) flush() error {
+	if len(fl.buf) == 0 {
+		return nil
+	}
+	_, err := fl.fs.s.Write(fl.ino, fl.bufAt, fl.buf)
+	fl.buf = fl.buf[:0]
+	return pathErr("write", fl.name, err)
+}
+
+// Seek sets the offset, as lseek(2) does.
+func (fl *File) Seek(offset int64, whence int) (int64, error) {
+	var base int64
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		base = fl.off
+	case io.SeekEnd:
+		a, err := fl.Stat()
+		if err != nil {
+			return 0, err
+		}
+		base = int64(a.Size)
+	default:
+		return 0, pathErr("seek", fl.name, syscall.EINVAL)
+	}
+	if base+offset < 0 {
+		return 0, pathErr("seek", fl.name, syscall.EINVAL)
+	}
+	fl.off = base + offset
+	return fl.off, nil
+}
+
+// Truncate sets the file's size.
+func (fl *File) Truncate(size int64) error {
+	if !fl.writable() || size < 0 {
+		return pathErr("truncate", fl.name, syscall.EINVAL)
+	}
+	if err := fl.flush(); err != nil {
+		return err
+	}
+	_, err := fl.fs.s.SetAttr(fl.ino, kv.SetAttrRequest{Valid: kv.SetSize, Size: uint64(size)})
+	return pathErr("truncate", fl.name, err)
+}
+
+// Sync stores gathered writes and syncs the store.
+func (fl *File) Sync() error {
+	if err := fl.flush(); err != nil {
+		return err
+	}
+	return pathErr("sync", fl.name, fl.fs.s.Sync())
+}
+
+// Close stores gathered writes. As with close(2) on a local file system,
+// the data is then visible to every reader; it is durable once the store
+// flushes (see package kv).
+func (fl *File) Close() error {
+	err := fl.flush()
+	fl.buf = nil
+	return err
+}

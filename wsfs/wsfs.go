@@ -1,0 +1,204 @@
+// Package wsfs works on a workspace store by path, the way a program works
+// on a directory: open, read, write, mkdir, rename, readdir. It is how code
+// inside the daemon (source import, the shell fast path, the agent tools)
+// reaches the workspace without going through the FUSE mount, which the
+// daemon must never use itself.
+//
+// Paths are slash-separated and taken relative to the workspace root
+// whether or not they start with "/". Symbolic links are followed inside
+// the workspace only: an absolute target starts again at the workspace
+// root, and ".." never climbs above it, so no path, however spelled,
+// reaches anything outside the store.
+//
+// Errors are *fs.PathError values wrapping a syscall.Errno, so errors.Is
+// with fs.ErrNotExist, fs.ErrExist and the errno values works.
+package wsfs
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"syscall"
+
+	"github.com/computerfs/computerfs/kv"
+)
+
+// maxSymlinks is how many symbolic links one lookup may follow (Linux's
+// limit), after which it fails with ELOOP.
+const maxSymlinks = 40
+
+// FS is a workspace store seen by path. It is safe for concurrent use; it
+// adds no locking of its own beyond what the store does, so concurrent
+// changes to one path behave as they would on a local file system.
+type FS struct {
+	s     *kv.Store
+	owner Owner
+	umask uint32
+	locks inodeLocks // of billy files
+}
+
+// Owner is the user and group that new files get.
+type Owner struct{ UID, GID uint32 }
+
+// New returns the workspace in s; new files belong to owner.
+func New(s *kv.Store, owner Owner) *FS { return &FS{s: s, owner: owner, umask: 0o022} }
+
+// Store returns the store.
+func (f *FS) Store() *kv.Store { return f.s }
+
+func pathErr(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	errno := kv.Errno(err)
+	var plain syscall.Errno
+	if errno == syscall.EIO && !errors.As(err, &plain) {
+		return &fs.PathError{Op: op, Path: path, Err: err} // keep the cause of an I/O error
+	}
+	return &fs.PathError{Op: op, Path: path, Err: errno}
+}
+
+// split returns the names in p, dropping empty and "." parts.
+func split(p string) []string {
+	parts := strings.Split(p, "/")
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" && s != "." {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// resolved is where a lookup ended: the inode and the directory that
+// holds it under name (for the root, dir is the root and name "").
+type resolved struct {
+	ino   uint64
+	attr  kv.Attr
+	dir   uint64
+	name  string
+	above []uint64 // the directories walked through to dir, for ".."
+}
+
+// lookup resolves p from the workspace root. With follow, a symbolic link
+// as the last component is followed too. With parentOnly, it resolves
+// everything but the last component and returns the directory and the
+// last name even if that name does not exist (ino is then 0). A trailing
+// slash requires a directory, as it does for the kernel.
+func (f *FS) lookup(p string, follow, parentOnly bool) (resolved, error) {
+	return f.lookupFrom(kv.RootIno, nil, p, follow, parentOnly)
+}
+
+// lookupFrom resolves p from the directory cur, reached through the
+// directories above (innermost last).
+func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly bool) (resolved, error) {
+	mustDir := strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || p == "."
+	if mustDir {
+		follow = true
+	}
+	if strings.HasPrefix(p, "/") {
+		cur, above = kv.RootIno, nil
+	}
+	stack := append([]uint64(nil), above...)
+	names := split(p)
+	links := 0
+	for i := 0; i < len(names); i++ {
+		name := names[i]
+		last := i == len(names)-1
+		if name == ".." {
+			if n := len(stack); n > 0 {
+				cur, stack = stack[n-1], stack[:n-1]
+			}
+			if last && parentOnly {
+				return resolved{}, syscall.EINVAL // "dir/.." names no entry to create
+			}
+			continue
+		}
+		if last && parentOnly {
+			if len(name) > kv.MaxNameLen {
+				return resolved{}, syscall.ENAMETOOLONG
+			}
+			r := resolved{dir: cur, name: name, above: stack}
+			a, err := f.s.Lookup(cur, name)
+			if err == kv.ErrNotFound {
+				return r, nil
+			}
+			if err != nil {
+				return resolved{}, err
+			}
+			if mustDir && !a.IsDir() && a.Mode&kv.S_IFMT != kv.S_IFLNK {
+				return resolved{}, syscall.ENOTDIR
+			}
+			r.ino, r.attr = a.Ino, a
+			return r, nil
+		}
+		a, err := f.s.Lookup(cur, name)
+		if err != nil {
+			return resolved{}, err
+		}
+		if a.Mode&kv.S_IFMT == kv.S_IFLNK && (!last || follow) {
+			links++
+			if links > maxSymlinks {
+				return resolved{}, syscall.ELOOP
+			}
+			target, err := f.s.Readlink(a.Ino)
+			if err != nil {
+				return resolved{}, err
+			}
+			rest := append(split(target), names[i+1:]...)
+			if strings.HasPrefix(target, "/") {
+				cur, stack = kv.RootIno, stack[:0]
+			}
+			names, i = rest, -1 // a link to "/" or "." leaves nothing to walk
+			continue
+		}
+		if last && !(mustDir && a.IsDir()) {
+			if mustDir {
+				return resolved{}, syscall.ENOTDIR
+			}
+			return resolved{ino: a.Ino, attr: a, dir: cur, name: name, above: stack}, nil
+		}
+		if !a.IsDir() {
+			return resolved{}, syscall.ENOTDIR
+		}
+		stack = append(stack, cur)
+		cur = a.Ino
+	}
+	// The path named a directory reached by "", ".", "..", a link or a
+	// trailing slash.
+	if parentOnly {
+		return resolved{}, syscall.EINVAL
+	}
+	a, err := f.s.GetAttr(cur)
+	if err != nil {
+		return resolved{}, err
+	}
+	r := resolved{ino: cur, attr: a, dir: cur}
+	if n := len(stack); n > 0 {
+		r.dir, r.above = stack[n-1], stack[:n-1]
+	}
+	return r, nil
+}
+
+// Stat returns the attributes of the file p names, following symbolic links.
+func (f *FS) Stat(p string) (kv.Attr, error) {
+	r, err := f.lookup(p, true, false)
+	return r.attr, pathErr("stat", p, err)
+}
+
+// Lstat is Stat without following a symbolic link at the end of p.
+func (f *FS) Lstat(p string) (kv.Attr, error) {
+	r, err := f.lookup(p, false, false)
+	return r.attr, pathErr("lstat", p, err)
+}
+
+// Resolve returns the inode that p names (following symbolic links) and its
+// attributes.
+func (f *FS) Resolve(p string) (uint64, kv.Attr, error) {
+	r, err := f.lookup(p, true, false)
+	return r.ino, r.attr, pathErr("resolve", p, err)
+}
