@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/sources"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -30,6 +32,8 @@ type MountOptions struct {
 	MemTableSize uint64
 	Debug        bool // log every FUSE request
 	Logger       *slog.Logger
+	// HTTPClient fetches lazy S3 files (nil: sources.DefaultHTTPClient).
+	HTTPClient *http.Client
 }
 
 // Workspace is a mounted store.
@@ -54,6 +58,14 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	store, err := kv.Open(opts.Store, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
+	}
+	sp, err := storedSpec(store)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if sp != nil {
+		store.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
 	}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
 		Config:  fs.Config{Logger: opts.Logger},

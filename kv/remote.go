@@ -261,3 +261,7 @@ type fetchState struct {
 	fetchMu sync.Mutex
 	fetches map[uint64]*fetchCall
 }
+
+// Fetch makes sure a remote file's content is in the store, fetching it
+// now if it is not (eager imports and prefetching use it).
+func (s *Store) Fetch(ino uint64) error { return s.ensureLocal(ino) }

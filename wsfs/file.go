@@ -19,10 +19,6 @@ const (
 	O_TRUNC  = os.O_TRUNC
 )
 
-// writeBuffer is how much a File gathers from small sequential writes
-// before it stores them: one batch per chunk, not one per write.
-const writeBuffer = 16 * kv.ChunkSize
-
 // File is an open file of the workspace. Its methods are not safe for
 // concurrent use (like an *os.File's offset, which they share); different
 // Files of one inode may be used concurrently.
@@ -32,8 +28,6 @@ type File struct {
 	ino   uint64
 	flag  int
 	off   int64
-	buf   []byte // written at bufOff, not yet stored
-	bufAt int64
 }
 
 // Open opens p with os.OpenFile's flags. With O_CREATE a missing file is
@@ -95,9 +89,6 @@ func (fl *File) Ino() uint64 { return fl.ino }
 
 // Stat returns the file's attributes.
 func (fl *File) Stat() (kv.Attr, error) {
-	if err := fl.flush(); err != nil {
-		return kv.Attr{}, err
-	}
 	a, err := fl.fs.s.GetAttr(fl.ino)
 	return a, pathErr("stat", fl.name, err)
 }
@@ -117,9 +108,6 @@ func (fl *File) ReadAt(p []byte, off int64) (int, error) {
 	if !fl.readable() {
 		return 0, pathErr("read", fl.name, syscall.EBADF)
 	}
-	if err := fl.flush(); err != nil {
-		return 0, err
-	}
 	n, _, err := fl.fs.s.Read(fl.ino, off, p)
 	if err != nil {
 		return n, pathErr("read", fl.name, err)
@@ -130,38 +118,22 @@ func (fl *File) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Write writes at the file's offset (at the end with O_APPEND).
+// Write writes at the file's offset (at the end with O_APPEND). Like a
+// write(2), it is visible to every other reader at once.
 func (fl *File) Write(p []byte) (int, error) {
 	if !fl.writable() {
 		return 0, pathErr("write", fl.name, syscall.EBADF)
 	}
 	if fl.flag&O_APPEND != 0 {
-		if err := fl.flush(); err != nil {
-			return 0, err
-		}
 		a, err := fl.fs.s.GetAttr(fl.ino)
 		if err != nil {
 			return 0, pathErr("write", fl.name, err)
 		}
 		fl.off = int64(a.Size)
 	}
-	// Gather sequential writes; anything else goes straight to the store.
-	if len(fl.buf) > 0 && fl.bufAt+int64(len(fl.buf)) != fl.off {
-		if err := fl.flush(); err != nil {
-			return 0, err
-		}
-	}
-	if len(fl.buf) == 0 {
-		fl.bufAt = fl.off
-	}
-	fl.buf = append(fl.buf, p...)
-	fl.off += int64(len(p))
-	if len(fl.buf) >= writeBuffer {
-		if err := fl.flush(); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
+	n, err := fl.WriteAt(p, fl.off)
+	fl.off += int64(n)
+	return n, err
 }
 
 // WriteAt writes at off without moving the offset.
@@ -169,23 +141,10 @@ func (fl *File) WriteAt(p []byte, off int64) (int, error) {
 	if !fl.writable() {
 		return 0, pathErr("write", fl.name, syscall.EBADF)
 	}
-	if err := fl.flush(); err != nil {
-		return 0, err
-	}
 	if _, err := fl.fs.s.Write(fl.ino, off, p); err != nil {
 		return 0, pathErr("write", fl.name, err)
 	}
 	return len(p), nil
-}
-
-// flush stores the gathered writes.
-func (fl *File) flush() error {
-	if len(fl.buf) == 0 {
-		return nil
-	}
-	_, err := fl.fs.s.Write(fl.ino, fl.bufAt, fl.buf)
-	fl.buf = fl.buf[:0]
-	return pathErr("write", fl.name, err)
 }
 
 // Seek sets the offset, as lseek(2) does.
@@ -216,26 +175,15 @@ func (fl *File) Truncate(size int64) error {
 	if !fl.writable() || size < 0 {
 		return pathErr("truncate", fl.name, syscall.EINVAL)
 	}
-	if err := fl.flush(); err != nil {
-		return err
-	}
 	_, err := fl.fs.s.SetAttr(fl.ino, kv.SetAttrRequest{Valid: kv.SetSize, Size: uint64(size)})
 	return pathErr("truncate", fl.name, err)
 }
 
-// Sync stores gathered writes and syncs the store.
+// Sync syncs the store: everything written survives a power loss.
 func (fl *File) Sync() error {
-	if err := fl.flush(); err != nil {
-		return err
-	}
 	return pathErr("sync", fl.name, fl.fs.s.Sync())
 }
 
-// Close stores gathered writes. As with close(2) on a local file system,
-// the data is then visible to every reader; it is durable once the store
+// Close closes the file. What was written is durable once the store
 // flushes (see package kv).
-func (fl *File) Close() error {
-	err := fl.flush()
-	fl.buf = nil
-	return err
-}
+func (fl *File) Close() error { return nil }

@@ -93,7 +93,7 @@ func TestFilesAndDirectories(t *testing.T) {
 		t.Fatalf("O_TRUNC left %d bytes", st.Size)
 	}
 	// Buffered sequential writes, then a write elsewhere, then reads.
-	big := bytes.Repeat([]byte("0123456789abcdef"), writeBuffer/8+3)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*kv.ChunkSize/8+3)
 	for i := 0; i < len(big); i += 1000 {
 		_, err := tr.Write(big[i:min(i+1000, len(big))])
 		check(t, err)

@@ -23,6 +23,8 @@ const usage = `computerfs: a durable workspace file system for agents
 
 Usage:
   computerfs mount [flags] --store DIR MOUNTPOINT   mount the workspace kept in DIR
+                 [--spec FILE]                     ... importing FILE's sources first into a new store
+  computerfs import --spec FILE --store DIR         populate a new store from a spec, without mounting
   computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
   computerfs fsck --store DIR                       check a store's consistency (not while mounted)
   computerfs bench [flags] NAME=DIR...              benchmark directories against each other
@@ -67,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "mount":
 		return cmdMount(args[1:], stderr)
+	case "import":
+		return cmdImport(args[1:], stderr)
 	case "unmount", "umount":
 		return cmdUnmount(args[1:], stderr)
 	case "fsck":
@@ -120,6 +124,8 @@ func cmdMount(args []string, stderr io.Writer) error {
 	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	store := fset.String("store", "", "store directory (created if missing)")
+	specFile := fset.String("spec", "", "workspace spec: import its sources into the store first, unless the store was imported already")
+	owner := fset.String("owner", "", "with --spec, UID:GID that owns the imported files unless the spec says (default: yours)")
 	background := fset.Bool("background", false, "run as a daemon; return once the mount answers")
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
@@ -144,12 +150,23 @@ func cmdMount(args []string, stderr io.Writer) error {
 	if *memtableMiB < 4 || *memtableMiB > 1024 {
 		return &exitError{2, fmt.Errorf("--memtable-size must be between 4 and 1024 MiB, not %d", *memtableMiB)}
 	}
-	if *background {
-		return daemonize(args, *store, *logFile)
-	}
 	log, err := newLogger(stderr, *level, *format)
 	if err != nil {
 		return &exitError{2, err}
+	}
+	if *specFile != "" {
+		o, err := parseOwner(*owner)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		if _, err := importSpec(*specFile, *store, o, log, stderr); err != nil {
+			return err
+		}
+		// The daemon reads the spec from the store from now on.
+		args = stripValueFlag(stripValueFlag(args, "spec"), "owner")
+	}
+	if *background {
+		return daemonize(args, *store, *logFile)
 	}
 	if *pprofAddr != "" {
 		go func() { log.Error("pprof server stopped", "err", http.ListenAndServe(*pprofAddr, nil)) }()
@@ -220,6 +237,23 @@ func stripFlag(args []string, name string) []string {
 			continue
 		}
 		out = append(out, a)
+	}
+	return out
+}
+
+// stripValueFlag removes a flag that takes a value ("--name V" or
+// "--name=V") from args.
+func stripValueFlag(args []string, name string) []string {
+	out := args[:0:0]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-"+name || a == "--"+name:
+			i++ // and its value
+		case strings.HasPrefix(a, "--"+name+"=") || strings.HasPrefix(a, "-"+name+"="):
+		default:
+			out = append(out, a)
+		}
 	}
 	return out
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/sources"
+	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+func cmdImport(args []string, stderr io.Writer) error {
+	fset := flag.NewFlagSet("import", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	specFile := fset.String("spec", "", "workspace spec file (YAML)")
+	store := fset.String("store", "", "store directory to populate (must be new, or already imported from a spec)")
+	owner := fset.String("owner", "", "UID:GID that owns the imported files unless the spec says (default: yours)")
+	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
+	format := fset.String("log-format", "text", "log format: text or json")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *specFile == "" || *store == "" {
+		fset.Usage()
+		return &exitError{2, errors.New("import needs --spec FILE and --store DIR")}
+	}
+	log, err := newLogger(stderr, *level, *format)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	o, err := parseOwner(*owner)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	imported, err := importSpec(*specFile, *store, o, log, stderr)
+	if err != nil {
+		return err
+	}
+	if !imported {
+		log.Info("store was already imported; nothing to do", "store", *store)
+	}
+	return nil
+}
+
+// importSpec loads a spec and imports it into store unless that store was
+// imported already. SIGINT and SIGTERM stop it; the store is then left
+// as it was.
+func importSpec(specFile, store string, owner *wsfs.Owner, log *slog.Logger, stderr io.Writer) (bool, error) {
+	sp, err := spec.Load(specFile)
+	if err != nil {
+		return false, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	progress := &sources.Progress{Log: log}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		progress.Term = stderr
+	}
+	imported, err := computerfs.Import(ctx, computerfs.ImportOptions{Spec: sp, Store: store, Owner: owner, Logger: log, Progress: progress})
+	if err != nil && ctx.Err() != nil {
+		return false, fmt.Errorf("import interrupted; the store was left as it was: %w", err)
+	}
+	return imported, err
+}
+
+func parseOwner(s string) (*wsfs.Owner, error) {
+	if s == "" {
+		return nil, nil
+	}
+	u, g, ok := strings.Cut(s, ":")
+	uid, err1 := strconv.ParseUint(u, 10, 32)
+	gid, err2 := strconv.ParseUint(g, 10, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("--owner %q: want UID:GID (numbers)", s)
+	}
+	return &wsfs.Owner{UID: uint32(uid), GID: uint32(gid)}, nil
+}

@@ -1,0 +1,359 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
+)
+
+// DefaultHTTPClient carries S3 requests unless a caller gives its own: it
+// fails fast on an endpoint that cannot be reached and never waits forever
+// for a response to start.
+func DefaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.ResponseHeaderTimeout = 60 * time.Second
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}
+
+// NewS3Client returns a client for an S3 source: credentials and region
+// from the standard AWS chain (the spec's region and profile take
+// precedence), the spec's endpoint and addressing style.
+func NewS3Client(ctx context.Context, c *spec.S3, hc *http.Client) (*s3.Client, error) {
+	if hc == nil {
+		hc = DefaultHTTPClient()
+	}
+	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(hc), config.WithRetryMaxAttempts(4)}
+	if c.Region != "" {
+		opts = append(opts, config.WithRegion(c.Region))
+	}
+	if c.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(c.Profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3 configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if c.Endpoint != "" {
+			o.BaseEndpoint = aws.String(c.Endpoint)
+		}
+		o.UsePathStyle = c.PathStyle
+		// Checksums only where S3 requires them: many S3-compatible
+		// servers do not know the newer checksum headers.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	}), nil
+}
+
+// explainS3Error turns the SDK's errors for the usual mistakes into
+// messages that say what to fix.
+func explainS3Error(c *spec.S3, err error) error {
+	var ae smithy.APIError
+	where := c.Endpoint
+	if where == "" {
+		where = "AWS"
+	}
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchBucket":
+			return fmt.Errorf("bucket %q does not exist at %s", c.Bucket, where)
+		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden", "InvalidToken", "ExpiredToken",
+			"XAdminUserNotFound": // versitygw's answer to an unknown access key
+			return fmt.Errorf("%s refused the credentials for bucket %q (%s): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the profile", where, c.Bucket, ae.ErrorCode())
+		}
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("cannot reach the S3 endpoint %s: %w", where, err)
+	}
+	return err
+}
+
+// s3Object is one listed object.
+type s3Object struct {
+	key   string
+	size  int64
+	etag  string
+	mtime time.Time
+}
+
+// importS3 lists the prefix and records every object as a file with its
+// size, ETag and mtime. Content arrives on first read (lazy) or is fetched
+// here, in parallel (eager).
+func (im *Importer) importS3(ctx context.Context, idx int, src *spec.Source) error {
+	c := src.S3
+	client, err := NewS3Client(ctx, c, im.HTTPClient)
+	if err != nil {
+		return err
+	}
+	if err := im.fs.MkdirAll(src.Path, 0o755); err != nil {
+		return err
+	}
+	rootIno, _, err := im.fs.Resolve(src.Path)
+	if err != nil {
+		return err
+	}
+	im.Progress.Begin(src.Path, "list", 0, 0)
+	// List in one goroutine while the store takes the previous page.
+	pages := make(chan []s3Object, 4)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(pages)
+		return listPrefix(gctx, client, c, pages)
+	})
+	dirs := map[string]uint64{"": rootIno}
+	var remote []uint64
+	var objects, bytes int64
+	g.Go(func() error {
+		for page := range pages {
+			for _, o := range page {
+				objects++
+				bytes += o.size
+				if c.MaxObjects > 0 && objects > c.MaxObjects {
+					return fmt.Errorf("prefix %q of bucket %q holds more than max_objects (%d) objects", c.Prefix, c.Bucket, c.MaxObjects)
+				}
+				if c.MaxBytes > 0 && bytes > int64(c.MaxBytes) {
+					return fmt.Errorf("prefix %q of bucket %q holds more than max_bytes (%d bytes)", c.Prefix, c.Bucket, int64(c.MaxBytes))
+				}
+				ino, err := im.addObject(idx, c, dirs, o)
+				if err != nil {
+					return err
+				}
+				if ino != 0 {
+					remote = append(remote, ino)
+				}
+				im.Progress.Add(1, o.size)
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	im.Progress.End()
+	im.Log.Info("listed", "source", src.Path, "objects", objects, "bytes", bytes)
+	if c.IsLazy() || len(remote) == 0 {
+		return nil
+	}
+	return im.fetchAll(ctx, src.Path, remote, bytes)
+}
+
+// fetchAll downloads remote files now (an eager source), in parallel.
+func (im *Importer) fetchAll(ctx context.Context, name string, inos []uint64, total int64) error {
+	im.Store.SetFetcher(NewFetcher(im.Spec, im.HTTPClient).Fetch)
+	im.Progress.Begin(name, "download", int64(len(inos)), total)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(fetchParallelism)
+	for _, ino := range inos {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := im.Store.Fetch(ino); err != nil {
+				return err
+			}
+			a, err := im.Store.GetAttr(ino)
+			im.Progress.Add(1, int64(a.Size))
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// fetchParallelism is how many objects an eager import downloads at once.
+const fetchParallelism = 16
+
+func listPrefix(ctx context.Context, client *s3.Client, c *spec.S3, out chan<- []s3Object) error {
+	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(c.Bucket), Prefix: aws.String(c.Prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", c.Bucket, c.Prefix, explainS3Error(c, err))
+		}
+		objs := make([]s3Object, 0, len(page.Contents))
+		for _, o := range page.Contents {
+			objs = append(objs, s3Object{key: aws.ToString(o.Key), size: aws.ToInt64(o.Size),
+				etag: strings.Trim(aws.ToString(o.ETag), `"`), mtime: aws.ToTime(o.LastModified)})
+		}
+		select {
+		case out <- objs:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// addObject records one object as a remote file under the source's
+// directory, making the directories its key implies. Keys that cannot be a
+// path ("a//b", "../x", a name longer than 255 bytes, a file where a
+// directory is needed) are skipped with a warning; "dir/" markers become
+// directories.
+func (im *Importer) addObject(idx int, c *spec.S3, dirs map[string]uint64, o s3Object) (uint64, error) {
+	rel := strings.TrimLeft(strings.TrimPrefix(o.key, c.Prefix), "/")
+	marker := strings.HasSuffix(rel, "/")
+	rel = strings.TrimSuffix(rel, "/")
+	if rel == "" {
+		return 0, nil // the prefix's own marker
+	}
+	parts := strings.Split(rel, "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." || len(p) > kv.MaxNameLen {
+			im.Log.Warn("skipped an object whose key is not a path", "key", o.key)
+			return 0, nil
+		}
+	}
+	dirParts := parts[:len(parts)-1]
+	if marker {
+		dirParts = parts
+	}
+	dir, err := im.s3Dir(dirs, dirParts)
+	if err != nil {
+		im.Log.Warn("skipped an object", "key", o.key, "err", err)
+		return 0, nil
+	}
+	if marker {
+		return 0, nil
+	}
+	name := parts[len(parts)-1]
+	n := kv.NewInode{Mode: kv.S_IFREG | 0o644, Uid: im.owner.UID, Gid: im.owner.GID, Mtime: o.mtime.UnixNano(),
+		Origin: &kv.Origin{Source: uint32(idx), Key: o.key, ID: o.etag}}
+	if o.size > 0 {
+		n.Remote, n.Size = true, uint64(o.size)
+	}
+	a, err := im.Store.Create(dir, name, n)
+	if err == kv.ErrExist {
+		im.Log.Warn("skipped an object whose path is taken (a directory of the same name?)", "key", o.key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if o.size > 0 {
+		return a.Ino, nil
+	}
+	return 0, nil
+}
+
+// s3Dir returns the directory at parts under the source, making it.
+func (im *Importer) s3Dir(dirs map[string]uint64, parts []string) (uint64, error) {
+	key := strings.Join(parts, "/")
+	if ino, ok := dirs[key]; ok {
+		return ino, nil
+	}
+	parent, err := im.s3Dir(dirs, parts[:len(parts)-1])
+	if err != nil {
+		return 0, err
+	}
+	name := parts[len(parts)-1]
+	a, err := im.Store.Create(parent, name, kv.NewInode{Mode: kv.S_IFDIR | 0o755, Uid: im.owner.UID, Gid: im.owner.GID})
+	if err == kv.ErrExist {
+		if a, err = im.Store.Lookup(parent, name); err == nil && !a.IsDir() {
+			err = fmt.Errorf("%s is a file, not a directory", path.Join(parts...))
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	dirs[key] = a.Ino
+	return a.Ino, nil
+}
+
+// Fetcher fetches remote files' content from the sources of a spec. Its
+// Fetch method is a kv.Fetcher.
+type Fetcher struct {
+	spec *spec.Spec
+	hc   *http.Client
+
+	mu      sync.Mutex
+	clients map[uint32]*s3.Client
+}
+
+// NewFetcher returns a fetcher for sp's sources; hc may be nil.
+func NewFetcher(sp *spec.Spec, hc *http.Client) *Fetcher {
+	if hc == nil {
+		hc = DefaultHTTPClient()
+	}
+	return &Fetcher{spec: sp, hc: hc, clients: make(map[uint32]*s3.Client)}
+}
+
+// fetchTimeout bounds one fetch: the time to the first byte and a floor
+// rate of 1 MiB/s for the rest.
+func fetchTimeout(size uint64) time.Duration {
+	return 60*time.Second + time.Duration(size>>20)*time.Second
+}
+
+// Fetch opens the object that o names, on the condition that it still has
+// the ETag seen at import: a changed object fails the fetch rather than
+// mixing versions.
+func (f *Fetcher) Fetch(ctx context.Context, ino uint64, o kv.Origin, size uint64) (io.ReadCloser, error) {
+	if int(o.Source) >= len(f.spec.Sources) || f.spec.Sources[o.Source].S3 == nil {
+		return nil, fmt.Errorf("inode %d: source %d is not an S3 source of the spec", ino, o.Source)
+	}
+	c := f.spec.Sources[o.Source].S3
+	client, err := f.client(ctx, o.Source, c)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout(size))
+	in := &s3.GetObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(o.Key)}
+	if o.ID != "" {
+		in.IfMatch = aws.String(`"` + o.ID + `"`)
+	}
+	out, err := client.GetObject(ctx, in)
+	if err != nil {
+		cancel()
+		var ae smithy.APIError
+		if errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "NoSuchKey") {
+			return nil, fmt.Errorf("s3://%s/%s changed at the source since import (%s)", c.Bucket, o.Key, ae.ErrorCode())
+		}
+		return nil, fmt.Errorf("get s3://%s/%s: %w", c.Bucket, o.Key, explainS3Error(c, err))
+	}
+	return &cancelBody{ReadCloser: out.Body, cancel: cancel}, nil
+}
+
+func (f *Fetcher) client(ctx context.Context, idx uint32, c *spec.S3) (*s3.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cl, ok := f.clients[idx]; ok {
+		return cl, nil
+	}
+	cl, err := NewS3Client(ctx, c, f.hc)
+	if err != nil {
+		return nil, err
+	}
+	f.clients[idx] = cl
+	return cl, nil
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
