@@ -23,11 +23,11 @@ const (
 // concurrent use (like an *os.File's offset, which they share); different
 // Files of one inode may be used concurrently.
 type File struct {
-	fs    *FS
-	name  string
-	ino   uint64
-	flag  int
-	off   int64
+	fs   *FS
+	name string
+	ino  uint64
+	flag int
+	off  int64
 }
 
 // Open opens p with os.OpenFile's flags. With O_CREATE a missing file is
