@@ -33,7 +33,7 @@ type ImportOptions struct {
 	Owner      *wsfs.Owner
 	Logger     *slog.Logger
 	Progress   *sources.Progress
-	HTTPClient *http.Client // for S3 (nil: sources.DefaultHTTPClient)
+	HTTPClient *http.Client // for S3 (nil: the SDK's, with timeouts)
 	// MemTableSize and CacheSize tune the store during the import (0: defaults).
 	MemTableSize uint64
 	CacheSize    int64

@@ -32,7 +32,7 @@ type MountOptions struct {
 	MemTableSize uint64
 	Debug        bool // log every FUSE request
 	Logger       *slog.Logger
-	// HTTPClient fetches lazy S3 files (nil: sources.DefaultHTTPClient).
+	// HTTPClient fetches lazy S3 files (nil: the SDK's, with timeouts).
 	HTTPClient *http.Client
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -22,25 +23,28 @@ import (
 	"github.com/computerfs/computerfs/spec"
 )
 
-// DefaultHTTPClient carries S3 requests unless a caller gives its own: it
+// defaultHTTPClient carries S3 requests unless a caller gives its own: it
 // fails fast on an endpoint that cannot be reached and never waits forever
-// for a response to start.
-func DefaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.ResponseHeaderTimeout = 60 * time.Second
-	t.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: t}
+// for a response to start. (The SDK's buildable client, unlike a plain
+// http.Client, takes AWS_CA_BUNDLE's certificates.)
+func defaultHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = 5 * time.Second }).
+		WithTransportOptions(func(t *http.Transport) {
+			t.ResponseHeaderTimeout = 60 * time.Second
+			t.MaxIdleConnsPerHost = 64
+		})
 }
 
 // NewS3Client returns a client for an S3 source: credentials and region
 // from the standard AWS chain (the spec's region and profile take
-// precedence), the spec's endpoint and addressing style.
+// precedence), the spec's endpoint and addressing style. hc, if not nil,
+// carries the requests (tests inject faults with it).
 func NewS3Client(ctx context.Context, c *spec.S3, hc *http.Client) (*s3.Client, error) {
+	opts := []func(*config.LoadOptions) error{config.WithRetryMaxAttempts(4)}
 	if hc == nil {
-		hc = DefaultHTTPClient()
+		opts = append(opts, config.WithHTTPClient(defaultHTTPClient()))
 	}
-	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(hc), config.WithRetryMaxAttempts(4)}
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
 	}
@@ -55,6 +59,9 @@ func NewS3Client(ctx context.Context, c *spec.S3, hc *http.Client) (*s3.Client, 
 		cfg.Region = "us-east-1"
 	}
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if hc != nil {
+			o.HTTPClient = hc
+		}
 		if c.Endpoint != "" {
 			o.BaseEndpoint = aws.String(c.Endpoint)
 		}
@@ -292,9 +299,6 @@ type Fetcher struct {
 
 // NewFetcher returns a fetcher for sp's sources; hc may be nil.
 func NewFetcher(sp *spec.Spec, hc *http.Client) *Fetcher {
-	if hc == nil {
-		hc = DefaultHTTPClient()
-	}
 	return &Fetcher{spec: sp, hc: hc, clients: make(map[uint32]*s3.Client)}
 }
 

@@ -96,10 +96,14 @@ func (fl *File) Stat() (kv.Attr, error) {
 func (fl *File) readable() bool { return fl.flag&(O_WRONLY|O_RDWR) != O_WRONLY }
 func (fl *File) writable() bool { return fl.flag&(O_WRONLY|O_RDWR) != 0 }
 
-// Read reads from the file's offset.
+// Read reads from the file's offset. Like read(2), it returns io.EOF only
+// when it reads nothing.
 func (fl *File) Read(p []byte) (int, error) {
 	n, err := fl.ReadAt(p, fl.off)
 	fl.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
 	return n, err
 }
 
