@@ -54,8 +54,9 @@ func GC(stateDir string) ([]string, error) {
 		removed = append(removed, id)
 	}
 	// Cgroups without state (the state was removed, the cgroup was not).
-	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupParent + "/cfs-*")
-	v2, _ := filepath.Glob("/sys/fs/cgroup/" + cgroupParent + "/cfs-*")
+	parent := cgroupParent(stateDir)
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent + "/cfs-*")
+	v2, _ := filepath.Glob("/sys/fs/cgroup/" + parent + "/cfs-*")
 	for _, dir := range append(dirs, v2...) {
 		id := filepath.Base(dir)
 		if live[id] {

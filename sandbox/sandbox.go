@@ -214,6 +214,19 @@ func newRun(opts *Options) (*run, error) {
 		}
 		opts.Workspace = abs
 	}
+	if opts.Workspace != "" && opts.Cwd != "" {
+		// libcontainer would make a missing working directory; in the
+		// workspace that is a surprise, so it must exist.
+		cwd := opts.Cwd
+		if !filepath.IsAbs(cwd) {
+			cwd = filepath.Join("/workspace", cwd)
+		}
+		if rel, ok := strings.CutPrefix(filepath.Clean(cwd), "/workspace"); ok && (rel == "" || rel[0] == '/') {
+			if fi, err := os.Stat(filepath.Join(opts.Workspace, rel)); err != nil || !fi.IsDir() {
+				return nil, fmt.Errorf("sandbox: working directory %s does not exist in the workspace", cwd)
+			}
+		}
+	}
 	if err := opts.Limits.check(); err != nil {
 		return nil, err
 	}

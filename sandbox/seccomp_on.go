@@ -3,6 +3,9 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -16,17 +19,32 @@ import (
 // SeccompSupported says whether this binary was built with seccomp.
 const SeccompSupported = true
 
-// compileFilter compiles moby's default seccomp profile, as it applies to a
-// process with no capabilities, into a sealed memory file holding the BPF
-// program. Syscalls the profile names that this libseccomp does not know
-// are left out (they get the default action, EPERM).
-func compileFilter() (*os.File, error) {
+// defaultProfile is moby's default seccomp profile as it applies to a
+// process with no capabilities on this kernel, and a key that changes
+// when the profile or libseccomp do (the name of the compiled filter in
+// the cache).
+func defaultProfile() (*specs.LinuxSeccomp, string, error) {
 	profile, err := seccomp.GetDefaultProfile(&specs.Spec{
 		Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}},
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	b, err := json.Marshal(profile)
+	if err != nil {
+		return nil, "", err
+	}
+	major, minor, micro := libseccomp.GetLibraryVersion()
+	h := sha256.New()
+	fmt.Fprintf(h, "libseccomp %d.%d.%d\n", major, minor, micro)
+	h.Write(b)
+	return profile, hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// compileFilter compiles a profile into a sealed memory file holding the
+// BPF program. Syscalls the profile names that this libseccomp does not
+// know are left out (they get the default action, EPERM).
+func compileFilter(profile *specs.LinuxSeccomp) (*os.File, error) {
 	def, err := scmpAction(profile.DefaultAction, profile.DefaultErrnoRet)
 	if err != nil {
 		return nil, err
@@ -78,8 +96,7 @@ func compileFilter() (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS,
-		unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+	if err := seal(f); err != nil {
 		f.Close()
 		return nil, err
 	}

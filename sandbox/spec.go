@@ -1,8 +1,12 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"strconv"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -18,8 +22,16 @@ const (
 )
 
 // cgroupParent is the cgroup (under every v1 controller) that holds one
-// cgroup per sandbox.
-const cgroupParent = "computerfs-sandbox"
+// cgroup per sandbox of a state directory: "computerfs-sandbox" for the
+// default one, with a hash of the directory for others, so that GC of one
+// state directory leaves the sandboxes of another alone.
+func cgroupParent(stateDir string) string {
+	if filepath.Clean(stateDir) == DefaultStateDir {
+		return "computerfs-sandbox"
+	}
+	h := sha256.Sum256([]byte(filepath.Clean(stateDir)))
+	return "computerfs-sandbox-" + hex.EncodeToString(h[:6])
+}
 
 // ownerLabel is the container label that names the process that started a
 // container ("pid:starttime"), for GC.
@@ -68,7 +80,7 @@ func (r *run) spec(rootfs string) *specs.Spec {
 		Linux: &specs.Linux{
 			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: hostIDBase, Size: idCount}},
 			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: hostIDBase, Size: idCount}},
-			CgroupsPath: "/" + cgroupParent + "/" + r.id,
+			CgroupsPath: "/" + cgroupParent(o.StateDir) + "/" + r.id,
 			Namespaces: []specs.LinuxNamespace{
 				{Type: specs.PIDNamespace},
 				{Type: specs.IPCNamespace},
@@ -130,6 +142,8 @@ func (r *run) resources() *specs.LinuxResources {
 	return res
 }
 
+var specconvMu sync.Mutex
+
 // config is the libcontainer configuration of this run.
 func (r *run) config() (*configs.Config, error) {
 	rootfs := r.opts.Rootfs
@@ -141,10 +155,24 @@ func (r *run) config() (*configs.Config, error) {
 	} else if err := checkRootfs(rootfs, r.opts.Workspace != ""); err != nil {
 		return nil, err
 	}
+	// specconv sets the owner of its shared default devices: one at a time.
+	specconvMu.Lock()
 	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName: r.id,
 		Spec:       r.spec(rootfs),
 	})
+	if err == nil {
+		// Copies of the shared devices, for this container alone.
+		for i, d := range config.Devices {
+			c := *d
+			config.Devices[i] = &c
+		}
+		for i, rule := range config.Cgroups.Resources.Devices {
+			c := *rule
+			config.Cgroups.Resources.Devices[i] = &c
+		}
+	}
+	specconvMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: config: %w", err)
 	}

@@ -318,7 +318,7 @@ func TestS3Errors(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, yaml, want string
-		env          map[string]string
+		env              map[string]string
 	}{
 		{"missing bucket", strings.Replace(s3(""), bucket, "no-such-bucket", 1), `bucket "no-such-bucket" does not exist`, nil},
 		{"too many objects", s3(", max_objects: 29"), "more than max_objects (29)", nil},
