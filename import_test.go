@@ -1,0 +1,253 @@
+package computerfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/computerfs/computerfs/internal/gittest"
+	"github.com/computerfs/computerfs/internal/s3test"
+	"github.com/computerfs/computerfs/internal/testmount"
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func parseSpec(t testing.TB, yaml string) *spec.Spec {
+	t.Helper()
+	sp, err := spec.Parse([]byte(yaml), "test.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func writeSpec(t testing.TB, yaml string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "workspace.yaml")
+	if err := os.WriteFile(f, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func doImport(t testing.TB, sp *spec.Spec, store string) (bool, error) {
+	return Import(context.Background(), ImportOptions{Spec: sp, Store: store, Logger: quietLog()})
+}
+
+// TestImportAllOrNothing: a failed import leaves neither a store nor a
+// staging directory; one interrupted by a crash is thrown away by the next
+// import; an imported store is never imported again; a store made without
+// a spec is refused.
+func TestImportAllOrNothing(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "ws")
+	bad := parseSpec(t, fmt.Sprintf(`sources:
+  - path: /first
+    content: "imported before the failure"
+  - path: /data
+    s3: {bucket: missing-bucket, endpoint: %q, path_style: true}
+`, srv.Endpoint))
+	if _, err := doImport(t, bad, store); err == nil || !strings.Contains(err.Error(), `bucket "missing-bucket" does not exist`) {
+		t.Fatalf("import with a missing bucket: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("a failed import left %v behind", ents)
+	}
+
+	// A crash mid-import leaves a staging directory (with a store in it).
+	if err := os.MkdirAll(store+".importing/db", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	good := parseSpec(t, "sources:\n  - path: /a/b\n    content: one\n")
+	if done, err := doImport(t, good, store); err != nil || !done {
+		t.Fatalf("import after an interrupted one: %v, %v", done, err)
+	}
+	if _, err := os.Stat(store + ".importing"); !os.IsNotExist(err) {
+		t.Fatalf("staging directory survived: %v", err)
+	}
+	other := parseSpec(t, "sources:\n  - path: /other\n    content: two\n")
+	if done, err := doImport(t, other, store); err != nil || done {
+		t.Fatalf("second import: %v, %v (want nothing done)", done, err)
+	}
+	st, err := kv.Open(store, kv.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := wsfs.New(st, wsfs.Owner{})
+	if d, err := fs.ReadFile("/a/b"); err != nil || string(d) != "one" {
+		t.Fatalf("imported file: %q %v", d, err)
+	}
+	if _, err := fs.Stat("/other"); err == nil {
+		t.Fatal("a second import changed the store")
+	}
+	st.Close()
+
+	plain := filepath.Join(dir, "plain")
+	st, err = kv.Open(plain, kv.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := doImport(t, good, plain); !errors.Is(err, ErrNotImported) {
+		t.Fatalf("import into a store made without a spec: %v", err)
+	}
+}
+
+func run(t testing.TB, dir string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), gittest.Env()...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %q in %s: %v\n%s", name, args, dir, err, out)
+	}
+	return string(out)
+}
+
+// TestMountGitSource: the git CLI on the mount sees a clean checkout right
+// after import, and diff, commit and log work on it.
+func TestMountGitSource(t *testing.T) {
+	repo := gittest.NewRepo(t, map[string]string{"README.md": "hello\n", "src/main.go": "package main\n"})
+	gittest.Commit(t, repo, map[string]string{"src/main.go": "package main\n\nfunc main() {}\n"}, "second")
+	specFile := writeSpec(t, fmt.Sprintf("sources:\n  - path: /repo\n    git: {url: %q}\n  - path: /BUG.md\n    content: \"crash\\n\"\n", repo))
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store, "--spec", specFile)
+	wt := filepath.Join(m.Dir, "repo")
+	if out := run(t, wt, "git", "status", "--porcelain"); out != "" {
+		t.Fatalf("git status right after import:\n%s", out)
+	}
+	if out := run(t, wt, "git", "log", "--format=%s"); out != "second\ninitial\n" && !strings.HasPrefix(out, "second\n") {
+		t.Fatalf("git log:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(wt, "README.md"), []byte("hello agent\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, wt, "git", "diff"); !strings.Contains(out, "+hello agent") {
+		t.Fatalf("git diff:\n%s", out)
+	}
+	run(t, wt, "git", "commit", "-qam", "edited in the workspace")
+	if out := run(t, wt, "git", "status", "--porcelain"); out != "" {
+		t.Fatalf("git status after commit:\n%s", out)
+	}
+	if d, _ := os.ReadFile(filepath.Join(m.Dir, "BUG.md")); string(d) != "crash\n" {
+		t.Fatalf("inline file: %q", d)
+	}
+	// Mounting again with the spec keeps the workspace: no second import.
+	m.Unmount(t)
+	m.Remount(t, "--spec", specFile)
+	if out := run(t, wt, "git", "log", "-1", "--format=%s"); out != "edited in the workspace\n" {
+		t.Fatalf("after remount, git log -1: %q", out)
+	}
+	run(t, wt, "git", "fsck", "--no-progress")
+}
+
+// TestMountLazyS3: listing, stat and find work on a lazy S3 source without
+// fetching anything; a read fetches that one file; a file whose object is
+// gone at the source fails with EIO and the workspace stays usable.
+func TestMountLazyS3(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	bucket := srv.NewBucket(t)
+	objects := map[string]string{"logs/a.log": "line a\n", "logs/b.log": strings.Repeat("b", 200000), "top.csv": "x,y\n1,2\n", "gone": "soon deleted"}
+	for k, v := range objects {
+		srv.Put(t, bucket, "triage/"+k, []byte(v))
+	}
+	specFile := writeSpec(t, fmt.Sprintf("sources:\n  - path: /data\n    s3: {bucket: %s, prefix: triage/, endpoint: %q, path_style: true}\n", bucket, srv.Endpoint))
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store, "--spec", specFile)
+	data := filepath.Join(m.Dir, "data")
+	out := run(t, data, "find", ".", "-type", "f", "-printf", "%p %s\n")
+	for k, v := range objects {
+		if !strings.Contains(out, fmt.Sprintf("./%s %d\n", k, len(v))) {
+			t.Fatalf("find lists\n%s\nwithout %s of %d bytes", out, k, len(v))
+		}
+	}
+	run(t, data, "ls", "-lR")
+	run(t, data, "stat", "logs/b.log")
+	remoteFiles := func() int {
+		t.Helper()
+		m.Unmount(t)
+		st, err := kv.Open(store, kv.Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		n := 0
+		fs := wsfs.New(st, wsfs.Owner{})
+		for k := range objects {
+			if a, err := fs.Stat("/data/" + k); err != nil {
+				t.Fatal(err)
+			} else if a.Flags&kv.FlagRemote != 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := remoteFiles(); n != len(objects) {
+		t.Fatalf("listing fetched content: %d of %d files still remote", n, len(objects))
+	}
+	m.Remount(t)
+	if d, err := os.ReadFile(filepath.Join(data, "logs/b.log")); err != nil || string(d) != objects["logs/b.log"] {
+		t.Fatalf("read of a lazy file: %d bytes, %v", len(d), err)
+	}
+	srv.Client(t).DeleteObject(context.Background(), deleteInput(bucket, "triage/gone"))
+	_, err := os.ReadFile(filepath.Join(data, "gone"))
+	if !errors.Is(err, errEIO) {
+		t.Fatalf("read of a file whose object is gone: %v, want EIO", err)
+	}
+	if !strings.Contains(m.Log(), "changed at the source") {
+		t.Fatalf("the failed fetch is not in the daemon's log:\n%s", m.Log())
+	}
+	if d, err := os.ReadFile(filepath.Join(data, "top.csv")); err != nil || string(d) != objects["top.csv"] {
+		t.Fatalf("read after a failed fetch: %q, %v", d, err)
+	}
+	if n := remoteFiles(); n != 2 {
+		t.Fatalf("%d files remote after reading 2 of 4 (one failed), want 2", n)
+	}
+}
+
+// TestImportCommand: the command line's errors for bad input are clear and
+// leave nothing behind.
+func TestImportCommand(t *testing.T) {
+	bin := testmount.Binary(t)
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", "sources:\n  - path: /a\n    dri: x\n", "workspace.yaml:3: unknown field dri in a source"},
+		{"overlap", "sources:\n  - path: /a\n    content: x\n  - path: /a/b\n    content: y\n", "sources[1].path: /a/b overlaps /a of sources[0]"},
+		{"missing ref", fmt.Sprintf("sources:\n  - path: /r\n    git: {url: %q, ref: nope}\n", gittest.NewRepo(t, map[string]string{"f": "x"})), `ref "nope" does not exist`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := filepath.Join(dir, tc.name)
+			cmd := exec.Command(bin, "import", "--spec", writeSpec(t, tc.yaml), "--store", store)
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("computerfs import: %v\n%s\nwant %q", err, out, tc.want)
+			}
+			if _, err := os.Stat(store); !os.IsNotExist(err) {
+				t.Fatalf("a failed import left the store: %v", err)
+			}
+		})
+	}
+}
+
+var errEIO = syscall.EIO
+
+func deleteInput(bucket, key string) *s3.DeleteObjectInput {
+	return &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}
+}
