@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,17 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 	"golang.org/x/sys/unix"
 )
+
+func init() {
+	// Keep the main thread to the main goroutine. libcontainer starts a
+	// container from a goroutine that locks its thread, joins the
+	// container's mount namespace and returns without unlocking, so that
+	// Go ends the thread; but Go cannot end the main thread, it parks it
+	// forever, still in the container's mount namespace, which keeps every
+	// mount of the container (the workspace's FUSE mount among them)
+	// alive. Locked here, the main thread never runs another goroutine.
+	runtime.LockOSThread()
+}
 
 // initArg is the argument that makes the binary the sandbox's pid 1.
 const initArg = "computerfs-sandbox-init"
