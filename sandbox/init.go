@@ -97,6 +97,9 @@ var forwarded = []os.Signal{
 // starts args, forwards signals to it, reaps every orphan and returns the
 // program's exit code once the program has ended.
 func sandboxInit(args []string) int {
+	// Not dumpable: the program (same user) cannot ptrace pid 1 or open
+	// its /proc files. The program itself is dumpable again after execve.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	status := os.NewFile(4, "status")
 	syscall.CloseOnExec(4)
 	filter, err := readFilter(3)

@@ -73,6 +73,8 @@ func run(t *testing.T, opts sandbox.Options) output {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	opts.StateDir = stateDir
+	// Built without seccomp (go test without -tags seccomp), test the rest.
+	opts.NoSeccomp = opts.NoSeccomp || !sandbox.SeccompSupported
 	if opts.Stdout == nil {
 		opts.Stdout = &stdout
 	}
@@ -295,7 +297,7 @@ func TestBehaviour(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		res, err := sandbox.Run(ctx, sandbox.Options{Workspace: ws, StateDir: stateDir, Args: []string{"sleep", "100"}})
+		res, err := sandbox.Run(ctx, sandbox.Options{Workspace: ws, StateDir: stateDir, Args: []string{"sleep", "100"}, NoSeccomp: !sandbox.SeccompSupported})
 		if !errors.Is(err, context.DeadlineExceeded) || res.Signal != syscall.SIGKILL {
 			t.Errorf("cancelled run: %+v %v", res, err)
 		}
@@ -330,7 +332,7 @@ func TestBehaviour(t *testing.T) {
 	t.Run("Exec", func(t *testing.T) {
 		t.Parallel()
 		var out bytes.Buffer
-		res, err := sandbox.Exec(context.Background(), "echo $((6*7)) | tee answer", sandbox.Options{Workspace: ws, StateDir: stateDir, Stdout: &out})
+		res, err := sandbox.Exec(context.Background(), "echo $((6*7)) | tee answer", sandbox.Options{Workspace: ws, StateDir: stateDir, Stdout: &out, NoSeccomp: !sandbox.SeccompSupported})
 		if err != nil || res.ExitCode != 0 || out.String() != "42\n" {
 			t.Errorf("Exec: %+v %v %q", res, err, out.String())
 		}
