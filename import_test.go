@@ -121,8 +121,17 @@ func run(t testing.TB, dir string, name string, args ...string) string {
 }
 
 // TestMountGitSource: the git CLI on the mount sees a clean checkout right
-// after import, and diff, commit and log work on it.
+// after import (by the git command line or by go-git), and diff, commit
+// and log work on it.
 func TestMountGitSource(t *testing.T) {
+	t.Run("cli", testMountGitSource)
+	t.Run("gogit", func(t *testing.T) {
+		t.Setenv("COMPUTERFS_NO_GIT_CLI", "1")
+		testMountGitSource(t)
+	})
+}
+
+func testMountGitSource(t *testing.T) {
 	repo := gittest.NewRepo(t, map[string]string{"README.md": "hello\n", "src/main.go": "package main\n"})
 	gittest.Commit(t, repo, map[string]string{"src/main.go": "package main\n\nfunc main() {}\n"}, "second")
 	specFile := writeSpec(t, fmt.Sprintf("sources:\n  - path: /repo\n    git: {url: %q}\n  - path: /BUG.md\n    content: \"crash\\n\"\n", repo))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,8 +30,8 @@ import (
 )
 
 // importGit checks a repository out at the source's path: a working tree
-// and a .git directory, written into the store through go-git's billy
-// interface, never through the mount.
+// and a .git directory, written into the store directly, never through
+// the mount (see gitcli.go for how).
 func (im *Importer) importGit(ctx context.Context, idx int, src *spec.Source) error {
 	g := src.Git
 	url := GitURL(g.URL)
@@ -42,6 +43,15 @@ func (im *Importer) importGit(ctx context.Context, idx int, src *spec.Source) er
 	if err != nil {
 		return err
 	}
+	if gitBin := im.gitBinary(); gitBin != "" {
+		return im.cloneWithCLI(ctx, gitBin, idx, src, url, target)
+	}
+	return im.cloneWithGoGit(ctx, idx, src, url, auth, target)
+}
+
+// cloneWithGoGit clones with go-git straight into the store.
+func (im *Importer) cloneWithGoGit(ctx context.Context, idx int, src *spec.Source, url string, auth transport.AuthMethod, target refTarget) error {
+	g := src.Git
 	name := src.Path
 	im.Progress.Begin(name, "fetch", 0, 0)
 	wt := &countingFS{Billy: im.fs.Billy(src.Path), p: im.Progress}
@@ -49,7 +59,8 @@ func (im *Importer) importGit(ctx context.Context, idx int, src *spec.Source) er
 	if err != nil {
 		return err
 	}
-	st := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{ExclusiveAccess: true})
+	st := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
+	defer st.Close()
 	opts := &git.CloneOptions{
 		URL:           url,
 		Auth:          auth,
@@ -80,11 +91,11 @@ func (im *Importer) importGit(ctx context.Context, idx int, src *spec.Source) er
 	if err != nil {
 		return fmt.Errorf("git %s: commit %s: %w", g.URL, head, err)
 	}
-	files, bytes, err := treeSize(commit)
+	files, err := treeFiles(commit)
 	if err != nil {
 		return err
 	}
-	im.Progress.Begin(name, "checkout", files, bytes)
+	im.Progress.Begin(name, "checkout", files, 0)
 	w, err := repo.Worktree()
 	if err != nil {
 		return err
@@ -104,28 +115,39 @@ func (im *Importer) recordGitOrigins(idx int, src *spec.Source, repo *git.Reposi
 		return err
 	}
 	for _, e := range index.Entries {
-		ino, _, err := im.fs.Resolve(path.Join(src.Path, e.Name))
+		a, err := im.fs.Lstat(path.Join(src.Path, e.Name)) // a symbolic link is itself the file
 		if err != nil {
 			return fmt.Errorf("git: checked-out file %s: %w", e.Name, err)
 		}
-		if err := im.fs.Store().SetOrigin(ino, kv.Origin{Source: uint32(idx), Key: e.Name, ID: e.Hash.String()}); err != nil {
+		if err := im.fs.Store().SetOrigin(a.Ino, kv.Origin{Source: uint32(idx), Key: e.Name, ID: e.Hash.String()}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func treeSize(c *object.Commit) (files, bytes int64, err error) {
+// treeFiles counts the files of a commit's tree, for progress; it reads
+// tree objects only, not the files' contents.
+func treeFiles(c *object.Commit) (int64, error) {
 	tree, err := c.Tree()
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	err = tree.Files().ForEach(func(f *object.File) error {
-		files++
-		bytes += f.Size
-		return nil
-	})
-	return files, bytes, err
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	var n int64
+	for {
+		_, e, err := w.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if e.Mode.IsFile() {
+			n++
+		}
+	}
 }
 
 // refTarget is what a spec's ref names: a remote reference to clone, or a

@@ -31,6 +31,11 @@ type Importer struct {
 	Progress *Progress
 	// HTTPClient carries S3 requests (tests inject faults with it).
 	HTTPClient *http.Client
+	// ScratchDir holds git clones on their way into the store (default:
+	// the system's temporary directory). It should be on local disk.
+	ScratchDir string
+	// NoGitCLI makes git sources use go-git even where a git binary exists.
+	NoGitCLI bool
 
 	fs    *wsfs.FS
 	owner wsfs.Owner
@@ -48,6 +53,7 @@ func (im *Importer) Run(ctx context.Context) error {
 	}
 	im.owner = owner
 	im.fs = wsfs.New(im.Store, owner)
+	im.fs.SetExclusive() // an import fills a new store that nothing else uses
 	for i := range im.Spec.Sources {
 		src := &im.Spec.Sources[i]
 		if err := ctx.Err(); err != nil {
@@ -96,59 +102,99 @@ func (im *Importer) importContent(idx int, src *spec.Source) error {
 	return im.Store.SetOrigin(a.Ino, kv.Origin{Source: uint32(idx)})
 }
 
-// importDir copies a local directory tree: directories, regular files,
-// symbolic links (as they are), modes and modification times. Sockets and
-// devices are skipped with a warning.
+// importDir copies a local directory tree in.
 func (im *Importer) importDir(idx int, src *spec.Source) error {
-	root := src.Dir
-	st, err := os.Stat(root)
+	st, err := os.Stat(src.Dir)
 	if err != nil {
 		return err
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("dir %s is not a directory", root)
+		return fmt.Errorf("dir %s is not a directory", src.Dir)
 	}
 	im.Progress.Begin(src.Path, "copy", 0, 0)
+	return im.copyTree(src.Dir, src.Path, func(rel string) *kv.Origin {
+		return &kv.Origin{Source: uint32(idx), Key: rel}
+	})
+}
+
+// copyTree copies the directory tree root into the workspace at dst
+// (which must not exist): directories, regular files, symbolic links (as
+// they are), modes and modification times. Sockets and devices are
+// skipped with a warning. origin, if not nil, gives each file's origin.
+func (im *Importer) copyTree(root, dst string, origin func(rel string) *kv.Origin) error {
 	var dirs []struct {
-		path  string
+		ino   uint64
 		mtime int64
 	}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	inos := map[string]uint64{}
+	buf := make([]byte, 16*kv.ChunkSize) // one copy buffer for every file
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		dst := path.Join(src.Path, filepath.ToSlash(rel))
+		rel = filepath.ToSlash(rel)
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		mode := uint32(info.Mode().Perm())
-		mtime := info.ModTime().UnixNano()
-		origin := &kv.Origin{Source: uint32(idx), Key: filepath.ToSlash(rel)}
-		switch {
-		case d.IsDir():
-			if _, err := im.fs.CreateInode(dst, kv.NewInode{Mode: kv.S_IFDIR | mode}); err != nil {
+		n := kv.NewInode{Mode: uint32(info.Mode().Perm()), Uid: im.owner.UID, Gid: im.owner.GID}
+		if info.Mode()&fs.ModeSetuid != 0 {
+			n.Mode |= kv.S_ISUID
+		}
+		if info.Mode()&fs.ModeSetgid != 0 {
+			n.Mode |= kv.S_ISGID
+		}
+		if info.Mode()&fs.ModeSticky != 0 {
+			n.Mode |= kv.S_ISVTX
+		}
+		if rel == "." {
+			a, err := im.fs.CreateInode(dst, kv.NewInode{Mode: kv.S_IFDIR | n.Mode})
+			if err != nil {
 				return err
 			}
+			inos["."] = a.Ino
 			dirs = append(dirs, struct {
-				path  string
+				ino   uint64
 				mtime int64
-			}{dst, mtime})
+			}{a.Ino, info.ModTime().UnixNano()})
+			return nil
+		}
+		parent, name := inos[path.Dir(rel)], path.Base(rel)
+		if parent == 0 {
+			return fmt.Errorf("copy %s: parent not copied", p)
+		}
+		switch {
+		case d.IsDir():
+			n.Mode |= kv.S_IFDIR
+			a, err := im.Store.Create(parent, name, n)
+			if err != nil {
+				return fmt.Errorf("copy %s: %w", p, err)
+			}
+			inos[rel] = a.Ino
+			dirs = append(dirs, struct {
+				ino   uint64
+				mtime int64
+			}{a.Ino, info.ModTime().UnixNano()})
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			if _, err := im.fs.CreateInode(dst, kv.NewInode{Mode: kv.S_IFLNK | 0o777, Target: target, Mtime: mtime, Origin: origin}); err != nil {
-				return err
+			n.Mode, n.Target, n.Mtime = kv.S_IFLNK|0o777, target, info.ModTime().UnixNano()
+			if origin != nil {
+				n.Origin = origin(rel)
+			}
+			if _, err := im.Store.Create(parent, name, n); err != nil {
+				return fmt.Errorf("copy %s: %w", p, err)
 			}
 		case d.Type().IsRegular():
-			n, err := im.copyFile(p, dst, mode, mtime, origin)
+			n.Mode |= kv.S_IFREG
+			size, err := im.copyFile(p, parent, name, n, info.ModTime().UnixNano(), origin, rel, buf)
 			if err != nil {
-				return err
+				return fmt.Errorf("copy %s: %w", p, err)
 			}
-			im.Progress.Add(1, n)
+			im.Progress.Add(1, size)
 		default:
 			im.Log.Warn("skipped a special file", "path", p, "type", d.Type().String())
 		}
@@ -159,28 +205,23 @@ func (im *Importer) importDir(idx int, src *spec.Source) error {
 	}
 	// Directory times last: adding entries moved them.
 	for i := len(dirs) - 1; i >= 0; i-- {
-		ino, _, err := im.fs.Resolve(dirs[i].path)
-		if err == nil {
-			_, err = im.Store.SetAttr(ino, kv.SetAttrRequest{Valid: kv.SetMtime, Mtime: dirs[i].mtime})
-		}
-		if err != nil {
+		if _, err := im.Store.SetAttr(dirs[i].ino, kv.SetAttrRequest{Valid: kv.SetMtime, Mtime: dirs[i].mtime}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (im *Importer) copyFile(src, dst string, mode uint32, mtime int64, origin *kv.Origin) (int64, error) {
+func (im *Importer) copyFile(src string, parent uint64, name string, n kv.NewInode, mtime int64, origin func(string) *kv.Origin, rel string, buf []byte) (int64, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, err
 	}
 	defer in.Close()
-	a, err := im.fs.CreateInode(dst, kv.NewInode{Mode: kv.S_IFREG | mode})
+	a, err := im.Store.Create(parent, name, n)
 	if err != nil {
 		return 0, err
 	}
-	buf := make([]byte, 16*kv.ChunkSize)
 	var off int64
 	for {
 		n, err := io.ReadFull(in, buf)
@@ -200,5 +241,8 @@ func (im *Importer) copyFile(src, dst string, mode uint32, mtime int64, origin *
 	if _, err := im.Store.SetAttr(a.Ino, kv.SetAttrRequest{Valid: kv.SetMtime, Mtime: mtime}); err != nil {
 		return off, err
 	}
-	return off, im.Store.SetOrigin(a.Ino, *origin)
+	if origin == nil {
+		return off, nil
+	}
+	return off, im.Store.SetOrigin(a.Ino, *origin(rel))
 }

@@ -67,16 +67,25 @@ type upstream interface {
 	make(t *testing.T, files map[string]string) (yaml string, hc *http.Client)
 }
 
-type gitUpstream struct{ http bool }
+// gitUpstream clones over file:// or HTTP, with the git command line or
+// (gogit) with go-git.
+type gitUpstream struct{ http, gogit bool }
 
 func (g gitUpstream) name() string {
+	n := "git-file"
 	if g.http {
-		return "git-http"
+		n = "git-http"
 	}
-	return "git-file"
+	if g.gogit {
+		n += "-gogit"
+	}
+	return n
 }
 
 func (g gitUpstream) make(t *testing.T, files map[string]string) (string, *http.Client) {
+	if g.gogit {
+		t.Setenv("COMPUTERFS_NO_GIT_CLI", "1")
+	}
 	repo := gittest.NewRepo(t, files)
 	url := "file://" + repo
 	if g.http {
@@ -123,7 +132,8 @@ func TestSourceSuite(t *testing.T) {
 		"with space/ü.md":   "unicode\n",
 		"deep/1/2/3/4/f.go": "package f\n",
 	}
-	for _, u := range []upstream{gitUpstream{}, gitUpstream{http: true}, s3Upstream{lazy: true}, s3Upstream{}} {
+	for _, u := range []upstream{gitUpstream{}, gitUpstream{http: true}, gitUpstream{gogit: true}, gitUpstream{http: true, gogit: true},
+		s3Upstream{lazy: true}, s3Upstream{}} {
 		t.Run(u.name(), func(t *testing.T) {
 			entry, hc := u.make(t, files)
 			sp := parse(t, "sources:\n  - path: /src/x\n    "+entry+"\n  - path: /note\n    content: hi\n")
@@ -218,7 +228,17 @@ func walk(t testing.TB, fs *wsfs.FS, dir string, fn func(p string, a kv.Attr)) {
 	}
 }
 
+// TestGitRefs checks out branches, tags and commits, shallow or not, with
+// the git command line and with go-git.
 func TestGitRefs(t *testing.T) {
+	t.Run("cli", testGitRefs)
+	t.Run("gogit", func(t *testing.T) {
+		t.Setenv("COMPUTERFS_NO_GIT_CLI", "1")
+		testGitRefs(t)
+	})
+}
+
+func testGitRefs(t *testing.T) {
 	repo := gittest.NewRepo(t, map[string]string{"v": "1", "run.sh": "#!/bin/sh\n"})
 	if err := os.Chmod(repo+"/run.sh", 0o755); err != nil {
 		t.Fatal(err)
@@ -275,6 +295,14 @@ func TestGitRefs(t *testing.T) {
 }
 
 func TestGitErrors(t *testing.T) {
+	t.Run("cli", testGitErrors)
+	t.Run("gogit", func(t *testing.T) {
+		t.Setenv("COMPUTERFS_NO_GIT_CLI", "1")
+		testGitErrors(t)
+	})
+}
+
+func testGitErrors(t *testing.T) {
 	repo := gittest.NewRepo(t, map[string]string{"f": "x"})
 	bare := gittest.Bare(t, repo)
 	url := gittest.ServeHTTPAuth(t, bare, "agent", "s3cret")

@@ -27,6 +27,8 @@ func cmdImport(args []string, stderr io.Writer) error {
 	specFile := fset.String("spec", "", "workspace spec file (YAML)")
 	store := fset.String("store", "", "store directory to populate (must be new, or already imported from a spec)")
 	owner := fset.String("owner", "", "UID:GID that owns the imported files unless the spec says (default: yours)")
+	cacheMiB := fset.Int64("cache-size", 128, "Pebble block cache during the import, in MiB")
+	memtableMiB := fset.Int64("memtable-size", 128, "largest Pebble memtable during the import, in MiB (up to two are in memory)")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fset.String("log-format", "text", "log format: text or json")
 	pos, err := parseInterleaved(fset, args)
@@ -45,7 +47,10 @@ func cmdImport(args []string, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	imported, err := importSpec(*specFile, *store, o, log, stderr)
+	if *cacheMiB <= 0 || *memtableMiB < 4 || *memtableMiB > 1024 {
+		return &exitError{2, errors.New("--cache-size must be positive and --memtable-size between 4 and 1024 MiB")}
+	}
+	imported, err := importSpec(*specFile, *store, importTuning{o, *cacheMiB << 20, uint64(*memtableMiB) << 20}, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -58,7 +63,7 @@ func cmdImport(args []string, stderr io.Writer) error {
 // importSpec loads a spec and imports it into store unless that store was
 // imported already. SIGINT and SIGTERM stop it; the store is then left
 // as it was.
-func importSpec(specFile, store string, owner *wsfs.Owner, log *slog.Logger, stderr io.Writer) (bool, error) {
+func importSpec(specFile, store string, tune importTuning, log *slog.Logger, stderr io.Writer) (bool, error) {
 	sp, err := spec.Load(specFile)
 	if err != nil {
 		return false, err
@@ -69,11 +74,19 @@ func importSpec(specFile, store string, owner *wsfs.Owner, log *slog.Logger, std
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		progress.Term = stderr
 	}
-	imported, err := computerfs.Import(ctx, computerfs.ImportOptions{Spec: sp, Store: store, Owner: owner, Logger: log, Progress: progress})
+	imported, err := computerfs.Import(ctx, computerfs.ImportOptions{Spec: sp, Store: store, Owner: tune.owner, Logger: log,
+		Progress: progress, CacheSize: tune.cache, MemTableSize: tune.memtable})
 	if err != nil && ctx.Err() != nil {
 		return false, fmt.Errorf("import interrupted; the store was left as it was: %w", err)
 	}
 	return imported, err
+}
+
+// importTuning is what the import and mount commands' flags set for an import.
+type importTuning struct {
+	owner    *wsfs.Owner
+	cache    int64
+	memtable uint64
 }
 
 func parseOwner(s string) (*wsfs.Owner, error) {

@@ -159,7 +159,8 @@ func cmdMount(args []string, stderr io.Writer) error {
 		if err != nil {
 			return &exitError{2, err}
 		}
-		if _, err := importSpec(*specFile, *store, o, log, stderr); err != nil {
+		tune := importTuning{o, max(*cacheMiB<<20, 128<<20), max(uint64(*memtableMiB)<<20, 128<<20)}
+		if _, err := importSpec(*specFile, *store, tune, log, stderr); err != nil {
 			return err
 		}
 		// The daemon reads the spec from the store from now on.
