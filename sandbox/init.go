@@ -93,10 +93,24 @@ var forwarded = []os.Signal{
 }
 
 // sandboxInit is pid 1 of a sandbox. Fd 3 holds the compiled seccomp
-// filter (empty: none), fd 4 is the status pipe. It loads the filter,
-// starts args, forwards signals to it, reaps every orphan and returns the
-// program's exit code once the program has ended.
+// filter (empty: none), fd 4 is the status pipe, fd 5 the lifeline. It
+// loads the filter, starts args, forwards signals to it, reaps every
+// orphan and returns the program's exit code once the program has ended;
+// or ends at once when the process that runs the sandbox is gone (EOF on
+// the lifeline), and with pid 1 the whole sandbox.
 func sandboxInit(args []string) int {
+	// A parent death signal would not do: it comes when the thread that
+	// started the container ends, and Go ends threads.
+	syscall.CloseOnExec(5)
+	go func() {
+		var b [1]byte
+		for {
+			_, err := syscall.Read(5, b[:])
+			if err != syscall.EINTR {
+				os.Exit(137)
+			}
+		}
+	}()
 	// Not dumpable: the program (same user) cannot ptrace pid 1 or open
 	// its /proc files. The program itself is dumpable again after execve.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -262,6 +262,14 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	r.status = statusR
 	r.closers = append(r.closers, statusR)
 	r.childEnds = append(r.childEnds, statusW)
+	// The lifeline: pid 1 ends the sandbox when it reads EOF, that is when
+	// this process is gone (only it holds the write end).
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		return res, err
+	}
+	r.closers = append(r.closers, lifeW)
+	r.childEnds = append(r.childEnds, lifeR)
 
 	p := &libcontainer.Process{
 		// The container's init execs its own binary again (the sealed copy
@@ -271,7 +279,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		Cwd:        r.cwd(),
 		UID:        int(r.user().UID),
 		GID:        int(r.user().GID),
-		ExtraFiles: []*os.File{filter, statusW}, // fds 3 and 4
+		ExtraFiles: []*os.File{filter, statusW, lifeR}, // fds 3, 4 and 5
 		Init:       true,
 	}
 	if err := r.stdio(p); err != nil {

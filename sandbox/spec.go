@@ -12,7 +12,6 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 )
 
 // Host ids of the sandbox's users: inside id N is host id hostIDBase+N.
@@ -176,9 +175,6 @@ func (r *run) config() (*configs.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: config: %w", err)
 	}
-	// If the process that runs the sandbox dies, so does the sandbox
-	// (GC removes what is left).
-	config.ParentDeathSignal = int(unix.SIGKILL)
 	return config, nil
 }
 

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/testmount"
+	"github.com/computerfs/computerfs/sandbox"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds sandboxctl once, with seccomp if this test has it.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sandboxctl-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "sandboxctl")
+		args := []string{"build", "-o", binPath}
+		if sandbox.SeccompSupported {
+			args = append(args, "-tags", "seccomp")
+		}
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", append(args, ".")...)
+		cmd.Dir = filepath.Dir(file)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+type setup struct {
+	bin, ws, state string
+}
+
+func newSetup(t *testing.T) *setup {
+	t.Helper()
+	m := testmount.Start(t, t.TempDir())
+	if err := os.Chown(m.Dir, 101000, 101000); err != nil {
+		t.Fatal(err)
+	}
+	s := &setup{bin: binary(t), ws: m.Dir, state: testmount.PublicDir(t, "sandboxctl-state-")}
+	t.Cleanup(func() {
+		if out, err := exec.Command(s.bin, "gc", "--state-dir", s.state).CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("left behind: %s %v", out, err)
+		}
+	})
+	return s
+}
+
+// run runs sandboxctl with args and stdin, and returns its exit code and
+// output.
+func (s *setup) run(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	if len(args) > 0 && args[0] == "run" {
+		args = append([]string{"run", "--state-dir", s.state, "-w", s.ws}, args[1:]...)
+	}
+	return s.raw(t, stdin, args...)
+}
+
+// raw runs sandboxctl with exactly args.
+func (s *setup) raw(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRun(t *testing.T) {
+	s := newSetup(t)
+	for _, c := range []struct {
+		args           []string
+		stdin          string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"--", "true"}, "", 0, "", ""},
+		{[]string{"--", "sh", "-c", "exit 3"}, "", 3, "", ""},
+		{[]string{"--", "sh", "-c", "kill -TERM $$"}, "", 143, "", ""},
+		{[]string{"--", "sh", "-c", "cat; echo err >&2"}, "in\n", 0, "in\n", "err\n"},
+		{[]string{"--env", "A=1", "--env", "B=x=y", "--", "sh", "-c", "echo $A $B"}, "", 0, "1 x=y\n", ""},
+		{[]string{"--cwd", "/tmp", "--", "pwd"}, "", 0, "/tmp\n", ""},
+		{[]string{"--", "pwd"}, "", 0, "/workspace\n", ""},
+		{[]string{"--uid", "0", "--gid", "0", "--", "id", "-u"}, "", 0, "0\n", ""},
+		{[]string{"--", "no-such-program"}, "", 127, "", "sandboxctl: no-such-program: program not found in the sandbox\n"},
+		{[]string{"--timeout", "300ms", "--", "sleep", "10"}, "", 137, "", "sandboxctl: timed out after 300ms: killed\n"},
+		{[]string{"--memory", "32M", "--", "tail", "/dev/zero"}, "", 137, "", "sandboxctl: out of memory (limit 33554432 bytes): killed\n"},
+		{[]string{"--output-limit", "1K", "--", "yes"}, "", 137, strings.Repeat("y\n", 512), "sandboxctl: output passed 1024 bytes: cut and killed\n"},
+	} {
+		code, stdout, stderr := s.run(t, c.stdin, append([]string{"run"}, c.args...)...)
+		if code != c.code || stdout != c.stdout || stderr != c.stderr {
+			t.Errorf("%v: got exit %d stdout %q stderr %q, want %d %q %q", c.args, code, stdout, stderr, c.code, c.stdout, c.stderr)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(s.ws, "made")); err == nil {
+		t.Errorf("unexpected file %q", b)
+	}
+	if code, _, stderr := s.run(t, "", "run", "--", "sh", "-c", "echo data > made"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.ws, "made")); err != nil || string(b) != "data\n" {
+		t.Errorf("file made in the sandbox: %q %v", b, err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	s := newSetup(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "Usage"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"run", "--", "true"}, 2, "-w MOUNTPOINT is required"},
+		{[]string{"run", "-w", s.ws}, 2, "no program given"},
+		{[]string{"run", "-w", "/no/such/mount", "--", "true"}, 125, "workspace: stat /no/such/mount: no such file or directory"},
+		{[]string{"run", "-w", s.ws, "--memory", "lots", "--", "true"}, 2, `"lots" is not a size`},
+		{[]string{"run", "-w", s.ws, "--pids", "x", "--", "true"}, 2, "invalid value"},
+		{[]string{"run", "-w", s.ws, "--timeout", "5", "--", "true"}, 2, "invalid value"},
+		{[]string{"run", "-w", s.ws, "--network", "bridge", "--", "true"}, 125, `network "bridge"`},
+		{[]string{"run", "-w", s.ws, "--rootfs", "/no/such/dir", "--", "true"}, 125, "rootfs: stat /no/such/dir"},
+		{[]string{"run", "-w", s.ws, "--uid", "70000", "--", "true"}, 2, "--uid and --gid"},
+		{[]string{"run", "-w", s.ws, "--env", "NOEQUALS", "--", "true"}, 2, "KEY=VALUE"},
+	} {
+		code, _, stderr := s.raw(t, "", c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "100": 100, "1K": 1024, "512M": 512 << 20, "2G": 2 << 30, "1.5G": 3 << 29, "64MiB": 64 << 20, "10kb": 10240} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "M", "-1", "1X", "lots"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q): no error", in)
+		}
+	}
+}
+
+// sleepers lists the host processes that run "sleep token".
+func sleepers(token string) []string {
+	var found []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		if string(b) == "sleep\x00"+token+"\x00" {
+			found = append(found, filepath.Base(d))
+		}
+	}
+	return found
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestKillAndGC: sandboxctl killed with SIGKILL takes its sandbox's
+// processes with it; what is left (state, cgroups) goes with gc, which
+// leaves running sandboxes alone.
+func TestKillAndGC(t *testing.T) {
+	s := newSetup(t)
+	token := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
+	start := func(token string) *exec.Cmd {
+		cmd := exec.Command(s.bin, "run", "--state-dir", s.state, "-w", s.ws, "--", "sleep", token)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		waitFor(t, "the sandbox to start", func() bool { return len(sleepers(token)) == 1 })
+		return cmd
+	}
+	victim := start(token)
+	survivorToken := token + "1"
+	survivor := start(survivorToken)
+
+	victim.Process.Signal(syscall.SIGKILL)
+	victim.Wait()
+	waitFor(t, "the killed sandboxctl's sleep to die", func() bool { return len(sleepers(token)) == 0 })
+
+	containers := func() []string {
+		ents, _ := os.ReadDir(filepath.Join(s.state, "containers"))
+		var ids []string
+		for _, e := range ents {
+			ids = append(ids, e.Name())
+		}
+		return ids
+	}
+	cgroups := func() []string {
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/computerfs-sandbox-*/cfs-*")
+		var mine []string
+		for _, d := range dirs {
+			for _, id := range containers() {
+				if filepath.Base(d) == id {
+					mine = append(mine, d)
+				}
+			}
+		}
+		return mine
+	}
+	if n := len(containers()); n != 2 {
+		t.Fatalf("%d containers in the state directory, want the dead one and the running one", n)
+	}
+	if len(cgroups()) == 0 {
+		t.Fatal("no cgroups of the sandboxes found")
+	}
+	code, stdout, stderr := s.run(t, "", "gc", "--state-dir", s.state)
+	if code != 0 || strings.Count(stdout, "removed cfs-") != 1 {
+		t.Fatalf("gc: exit %d\n%s%s", code, stdout, stderr)
+	}
+	left := containers()
+	if len(left) != 1 {
+		t.Fatalf("after gc: %v", left)
+	}
+	for _, d := range cgroups() {
+		if filepath.Base(d) != left[0] {
+			t.Errorf("cgroup %s left after gc", d)
+		}
+	}
+	if len(sleepers(survivorToken)) != 1 {
+		t.Fatal("gc hurt a running sandbox")
+	}
+	survivor.Process.Signal(syscall.SIGTERM) // passed on to sleep
+	if err := survivor.Wait(); err == nil || survivor.ProcessState.ExitCode() != 143 {
+		t.Errorf("survivor: %v", err)
+	}
+	if left := containers(); len(left) != 0 {
+		t.Errorf("containers left after a normal end: %v", left)
+	}
+}
