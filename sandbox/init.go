@@ -57,9 +57,10 @@ func Init() {
 	}
 }
 
-// The status pipe (fd 4 of pid 1) tells Run what the exit code cannot:
-// "errno N" when the program could not be started, "signal N" when a
-// signal killed it (pid 1 cannot die of a signal it sends itself).
+// The status pipe (fd 4 of pid 1) tells Run that the program runs
+// ("ready", from then on signals are passed on) and what the exit code
+// cannot: "errno N" when the program could not be started, "signal N"
+// when a signal killed it (pid 1 cannot die of a signal it sends itself).
 type initStatus struct {
 	errno  syscall.Errno
 	signal syscall.Signal
@@ -67,7 +68,8 @@ type initStatus struct {
 
 func parseStatus(s string) (initStatus, bool) {
 	var st initStatus
-	word, arg, ok := strings.Cut(strings.TrimSpace(s), " ")
+	s = strings.TrimSpace(strings.TrimPrefix(s, "ready\n"))
+	word, arg, ok := strings.Cut(s, " ")
 	if !ok {
 		return st, false
 	}
@@ -159,6 +161,7 @@ func sandboxInit(args []string) int {
 	if err != nil {
 		return failed(err)
 	}
+	fmt.Fprintf(status, "ready\n")
 	go func() {
 		for s := range sigs {
 			syscall.Kill(pid, s.(syscall.Signal))

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -323,8 +324,21 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		}
 		r.kill()
 	}()
+	// What pid 1 says: "ready" once it passes signals on and the program
+	// runs, then maybe how the program ended.
+	ready := make(chan struct{})
+	statusDone := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.TeeReader(r.status, readyWriter{ready: ready}))
+		statusDone <- string(b)
+	}()
 	if r.opts.Signals != nil {
 		go func() {
+			select {
+			case <-ready:
+			case <-done:
+				return
+			}
 			for {
 				select {
 				case <-done:
@@ -347,7 +361,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	<-killed
 
 	r.stats(&res)
-	status, _ := io.ReadAll(r.status)
+	status := <-statusDone
 	res.TimedOut = timedOut
 	r.mu.Lock()
 	res.OutputLimited = r.limited
@@ -365,7 +379,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		res.ExitCode = ws.ExitStatus()
 	}
 	var startErr error
-	if s, ok := parseStatus(string(status)); ok {
+	if s, ok := parseStatus(status); ok {
 		switch {
 		case s.errno != 0:
 			startErr = &StartError{Program: r.opts.Args[0], Err: s.errno}
@@ -378,6 +392,20 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		return res, ctx.Err()
 	}
 	return res, startErr
+}
+
+// readyWriter closes ready when "ready\n" has been written to it.
+type readyWriter struct{ ready chan struct{} }
+
+func (w readyWriter) Write(b []byte) (int, error) {
+	select {
+	case <-w.ready:
+	default:
+		if bytes.Contains(b, []byte("ready\n")) {
+			close(w.ready)
+		}
+	}
+	return len(b), nil
 }
 
 // kill ends every process of the sandbox: pid 1 dies, and with it the pid
