@@ -5,24 +5,27 @@ BIN      := bin
 PKGS     := ./...
 # Tests mount FUSE file systems and create users' files: they run as root.
 TESTFLAGS ?= -race -count=1 -timeout 30m
+# The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
+TAGS      ?= seccomp
 
 .PHONY: help build test test-short bench stress run lint fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/computerfs
+build: ## build bin/computerfs and bin/sandboxctl
 	$(GO) build -o $(BIN)/computerfs ./cmd/computerfs
+	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
 test: lint ## run every test under -race (needs root and /dev/fuse)
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) test -tags '$(TAGS)' $(TESTFLAGS) $(PKGS)
 
 test-short: ## the quick subset of the tests
-	$(GO) test -short -count=1 $(PKGS)
+	$(GO) test -tags '$(TAGS)' -short -count=1 $(PKGS)
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
+	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
 bench: build ## benchmark the mount against tmpfs, disk and go-fuse's loopback
 	./bench/run.sh
