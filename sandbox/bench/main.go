@@ -1,0 +1,199 @@
+// Command bench measures the cold start of `true` in a sandbox: package
+// sandbox in the process (the way a daemon would use it), the sandboxctl
+// binary, `runc run` and `crun run` on the same container spec (the same
+// root file system, mounts, namespaces and seccomp profile), and bwrap on
+// the same root file system and mounts. It prints the median and the 90th
+// percentile of each, and their ratios to runc's median.
+//
+//	go build -tags seccomp -o /tmp/sandboxctl ./cmd/sandboxctl
+//	go run -tags seccomp ./sandbox/bench -sandboxctl /tmp/sandboxctl
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moby/profiles/seccomp"
+	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/computerfs/computerfs/sandbox"
+)
+
+func main() {
+	sandbox.Init()
+	runs := flag.Int("n", 50, "runs of each")
+	ctl := flag.String("sandboxctl", "", "a sandboxctl binary to measure too")
+	ws := flag.String("w", "", "workspace directory (default: a temporary directory)")
+	flag.Parse()
+	if err := run(*runs, *ctl, *ws); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	name        string
+	median, p90 time.Duration
+}
+
+func measure(name string, n int, f func(i int) error) (result, error) {
+	// One run first: caches, the filter cache, the root skeleton.
+	if err := f(-1); err != nil {
+		return result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	var ds []time.Duration
+	for i := range n {
+		start := time.Now()
+		if err := f(i); err != nil {
+			return result{}, fmt.Errorf("%s: %w", name, err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	return result{name, ds[len(ds)/2], ds[len(ds)*9/10]}, nil
+}
+
+func command(name string, args ...string) func(int) error {
+	return func(int) error {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+}
+
+func run(n int, ctl, ws string) error {
+	state, err := os.MkdirTemp("", "sandbox-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	if err := os.Chmod(state, 0o755); err != nil {
+		return err
+	}
+	if ws == "" {
+		ws = filepath.Join(state, "workspace")
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(ws, 101000, 101000); err != nil {
+			return err
+		}
+	}
+	opts := sandbox.Options{Workspace: ws, Args: []string{"true"}, StateDir: state}
+	var results []result
+
+	r, err := measure("sandbox.Run (in process)", n, func(int) error {
+		res, err := sandbox.Run(context.Background(), opts)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	results = append(results, r)
+
+	if ctl != "" {
+		r, err := measure("sandboxctl run", n, command(ctl, "run", "--state-dir", state, "-w", ws, "--", "true"))
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+
+	// The same container for runc and crun: the sandbox's spec with the
+	// default seccomp profile (the sandbox loads the same filter itself).
+	rootfs := ""
+	if entries, _ := filepath.Glob(filepath.Join(state, "rootfs-*")); len(entries) == 1 {
+		rootfs = entries[0]
+	} else {
+		return fmt.Errorf("no root skeleton in %s", state)
+	}
+	spec, err := sandbox.Spec(opts, rootfs)
+	if err != nil {
+		return err
+	}
+	if spec.Linux.Seccomp, err = seccomp.GetDefaultProfile(&specs.Spec{
+		Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}},
+	}); err != nil {
+		return err
+	}
+	spec.Version = "1.0.2" // what Debian's crun knows
+	bundle := filepath.Join(state, "bundle")
+	if err := os.Mkdir(bundle, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(spec, "", "\t")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o644); err != nil {
+		return err
+	}
+	for _, rt := range []string{"runc", "crun"} {
+		path, err := exec.LookPath(rt)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s not found, skipped\n", rt)
+			continue
+		}
+		root := filepath.Join(state, rt)
+		r, err := measure(rt+" run", n, func(i int) error {
+			return command(path, "--root", root, "run", "--bundle", bundle, fmt.Sprintf("bench-%s-%d", rt, i+1))(i)
+		})
+		if err != nil {
+			// Debian 12's crun does not run on hybrid cgroups.
+			fmt.Fprintf(os.Stderr, "bench: skipped: %v\n", err)
+			continue
+		}
+		results = append(results, r)
+	}
+
+	if path, err := exec.LookPath("bwrap"); err == nil {
+		args := []string{"--unshare-all", "--uid", "1000", "--gid", "1000", "--die-with-parent",
+			"--ro-bind", rootfs, "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"}
+		for _, m := range spec.Mounts {
+			if m.Type == "bind" && m.Destination != "/workspace" {
+				args = append(args, "--ro-bind", m.Source, m.Destination)
+			}
+		}
+		args = append(args, "--bind", ws, "/workspace", "--chdir", "/workspace", "--", "true")
+		r, err := measure("bwrap", n, command(path, args...))
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	} else {
+		fmt.Fprintln(os.Stderr, "bench: bwrap not found, skipped")
+	}
+
+	var runc time.Duration
+	for _, r := range results {
+		if r.name == "runc run" {
+			runc = r.median
+		}
+	}
+	fmt.Printf("cold start of `true`, %d runs each\n\n", n)
+	fmt.Printf("| %-26s | %9s | %9s | %14s |\n", "how", "median", "p90", "median ÷ runc")
+	fmt.Printf("|%s|%s|%s|%s|\n", strings.Repeat("-", 28), strings.Repeat("-", 10)+":", strings.Repeat("-", 10)+":", strings.Repeat("-", 15)+":")
+	for _, r := range results {
+		ratio := "-"
+		if runc > 0 {
+			ratio = fmt.Sprintf("%.2f", float64(r.median)/float64(runc))
+		}
+		fmt.Printf("| %-26s | %7.1fms | %7.1fms | %14s |\n", r.name, ms(r.median), ms(r.p90), ratio)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
