@@ -2,7 +2,7 @@
 // sandbox in the process (the way a daemon would use it), the sandboxctl
 // binary, `runc run` and `crun run` on the same container spec (the same
 // root file system, mounts, namespaces and seccomp profile), and bwrap on
-// the same root file system and mounts. It prints the median and the 90th
+// the same root file system and mounts; runc also without seccomp. It prints the median and the 90th
 // percentile of each, and their ratios to runc's median.
 //
 //	go build -tags seccomp -o /tmp/sandboxctl ./cmd/sandboxctl
@@ -141,15 +141,34 @@ func run(n int, ctl, ws string) error {
 	if err := os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o644); err != nil {
 		return err
 	}
-	for _, rt := range []string{"runc", "crun"} {
-		path, err := exec.LookPath(rt)
+	// And without seccomp: what runc costs besides compiling the profile
+	// at every start.
+	noSeccomp := filepath.Join(state, "bundle-no-seccomp")
+	if err := os.Mkdir(noSeccomp, 0o755); err != nil {
+		return err
+	}
+	spec.Linux.Seccomp = nil
+	if b, err = json.MarshalIndent(spec, "", "\t"); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(noSeccomp, "config.json"), b, 0o644); err != nil {
+		return err
+	}
+	for _, c := range []struct{ rt, name, bundle string }{
+		{"runc", "runc run", bundle},
+		{"runc", "runc run (no seccomp)", noSeccomp},
+		{"crun", "crun run", bundle},
+	} {
+		path, err := exec.LookPath(c.rt)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s not found, skipped\n", rt)
+			fmt.Fprintf(os.Stderr, "bench: %s not found, skipped\n", c.rt)
 			continue
 		}
-		root := filepath.Join(state, rt)
-		r, err := measure(rt+" run", n, func(i int) error {
-			return command(path, "--root", root, "run", "--bundle", bundle, fmt.Sprintf("bench-%s-%d", rt, i+1))(i)
+		root := filepath.Join(state, c.rt)
+		id := strings.ReplaceAll(strings.ReplaceAll(c.name, " ", "-"), "(", "")
+		id = strings.ReplaceAll(id, ")", "")
+		r, err := measure(c.name, n, func(i int) error {
+			return command(path, "--root", root, "run", "--bundle", c.bundle, fmt.Sprintf("%s-%d", id, i+1))(i)
 		})
 		if err != nil {
 			// Debian 12's crun does not run on hybrid cgroups.
