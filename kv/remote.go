@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Origin is where an imported file came from: which source of the workspace
@@ -265,3 +267,71 @@ type fetchState struct {
 // Fetch makes sure a remote file's content is in the store, fetching it
 // now if it is not (eager imports and prefetching use it).
 func (s *Store) Fetch(ino uint64) error { return s.ensureLocal(ino) }
+
+// UpdateMeta sets and deletes meta values in one batch and syncs it.
+func (s *Store) UpdateMeta(set map[string][]byte, del []string) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for k, v := range set {
+		b.Set(userMetaKey(k), v, nil)
+	}
+	for _, k := range del {
+		b.Delete(userMetaKey(k), nil)
+	}
+	if err := s.commit(b); err != nil {
+		return err
+	}
+	return s.Sync()
+}
+
+// ScanMeta calls fn for the meta values whose names start with prefix, in
+// name order, until fn returns false.
+func (s *Store) ScanMeta(prefix string, fn func(name string, value []byte) bool) error {
+	lo := userMetaKey(prefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return err
+	}
+	n := len(userMetaKey(""))
+	for it.First(); it.Valid(); it.Next() {
+		if !fn(string(it.Key()[n:]), it.Value()) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+// ReplaceRemote makes ino a remote file again, with a new size, mtime and
+// version at its origin (a refresh found the source changed and the file
+// untouched here): its old content is dropped and the new one is fetched
+// on first read. The origin's change time becomes the new ctime.
+func (s *Store) ReplaceRemote(ino uint64, size uint64, mtime int64, o Origin) (Attr, error) {
+	if size > MaxFileSize {
+		return Attr{}, ErrFileTooLarge
+	}
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	if !a.IsRegular() {
+		return Attr{}, ErrInvalid
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := s.truncate(b, &a, 0); err != nil {
+		return Attr{}, err
+	}
+	ts := now()
+	a.Size, a.Blocks, a.Mtime, a.Ctime = size, 0, mtime, ts
+	if size > 0 {
+		a.Flags |= FlagRemote
+	} else {
+		a.Flags &^= FlagRemote
+	}
+	o.Ctime = ts
+	b.Set(attrKey(ino), a.encode(), nil)
+	b.Set(originKey(ino), o.encode(), nil)
+	return a, s.commit(b)
+}

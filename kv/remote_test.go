@@ -266,3 +266,38 @@ func TestMeta(t *testing.T) {
 	}
 	checkInvariants(t, s, checkOpts{})
 }
+
+func TestReplaceRemoteAndMetaScan(t *testing.T) {
+	s := newStore(t)
+	r := newRemote(t, s, map[string][]byte{"k": pattern(1, 3*ChunkSize), "k2": []byte("new")})
+	a := mkremote(t, s, RootIno, "f", "k", 3*ChunkSize)
+	readAll(t, s, a.Ino)
+	got, err := s.ReplaceRemote(a.Ino, 3, 5e17, Origin{Source: 3, Key: "k2", ID: "v2"})
+	if err != nil || got.Flags&FlagRemote == 0 || got.Size != 3 || got.Mtime != 5e17 || got.Blocks != 0 {
+		t.Fatalf("ReplaceRemote: %+v %v", got, err)
+	}
+	if d := readAll(t, s, a.Ino); string(d) != "new" {
+		t.Fatalf("content after ReplaceRemote: %q", d)
+	}
+	if o, _ := s.Origin(a.Ino); o.ID != "v2" || o.Key != "k2" {
+		t.Fatalf("origin after ReplaceRemote: %+v", o)
+	}
+	if r.fetches.Load() != 2 {
+		t.Fatalf("%d fetches", r.fetches.Load())
+	}
+	checkInvariants(t, s, checkOpts{})
+
+	if err := s.UpdateMeta(map[string][]byte{"src/1/a": []byte("1"), "src/1/b": []byte("2"), "src/2/a": []byte("3")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateMeta(nil, []string{"src/1/b"}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	if err := s.ScanMeta("src/1/", func(k string, v []byte) bool { seen = append(seen, k+"="+string(v)); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seen) != "[src/1/a=1]" {
+		t.Fatalf("ScanMeta: %v", seen)
+	}
+}

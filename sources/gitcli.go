@@ -207,8 +207,7 @@ func (im *Importer) checkoutBlobs(ctx context.Context, gitBin, repo string, idx 
 		if a, err = im.Store.GetAttr(a.Ino); err != nil {
 			return nil, err
 		}
-		ie.CreatedAt, ie.ModifiedAt = time.Unix(0, a.Ctime), time.Unix(0, a.Mtime)
-		ie.Inode, ie.UID, ie.GID, ie.Size = uint32(a.Ino), a.Uid, a.Gid, uint32(a.Size)
+		fillStat(ie, a)
 		ix.Entries = append(ix.Entries, ie)
 		im.Progress.Add(1, int64(size))
 	}
@@ -325,3 +324,5 @@ func cliAuth(g *spec.Git, url string) (args, env []string, err error) {
 	}
 	return args, append(env, "GIT_CONFIG_PARAMETERS="), nil
 }
+
+func timeFromNs(ns int64) time.Time { return time.Unix(0, ns) }

@@ -132,6 +132,7 @@ func (im *Importer) importS3(ctx context.Context, idx int, src *spec.Source) err
 	dirs := map[string]uint64{"": rootIno}
 	var remote []uint64
 	var objects, bytes int64
+	manifest := map[string][]byte{}
 	g.Go(func() error {
 		for page := range pages {
 			for _, o := range page {
@@ -150,12 +151,18 @@ func (im *Importer) importS3(ctx context.Context, idx int, src *spec.Source) err
 				if ino != 0 {
 					remote = append(remote, ino)
 				}
+				manifest[manifestKey(idx, o.key)] = []byte(o.etag)
 				im.Progress.Add(1, o.size)
 			}
 		}
 		return nil
 	})
 	if err := g.Wait(); err != nil {
+		return err
+	}
+	// What the source held, for refresh to tell local deletions from
+	// upstream additions.
+	if err := im.Store.UpdateMeta(manifest, nil); err != nil {
 		return err
 	}
 	im.Progress.End()
@@ -165,6 +172,10 @@ func (im *Importer) importS3(ctx context.Context, idx int, src *spec.Source) err
 	}
 	return im.fetchAll(ctx, src.Path, remote, bytes)
 }
+
+// manifestKey names the meta value that records the ETag an S3 source's
+// object had when the workspace last took it.
+func manifestKey(idx int, key string) string { return fmt.Sprintf("s3/%d/%s", idx, key) }
 
 // fetchAll downloads remote files now (an eager source), in parallel.
 func (im *Importer) fetchAll(ctx context.Context, name string, inos []uint64, total int64) error {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/computerfs/computerfs/internal/faultnet"
 	"github.com/computerfs/computerfs/internal/gittest"
 	"github.com/computerfs/computerfs/internal/s3test"
@@ -495,4 +497,8 @@ func TestS3KeyMapping(t *testing.T) {
 	if strings.Join(got, " ") != "/a /b /clash /d/e" {
 		t.Fatalf("files %q", got)
 	}
+}
+
+func deleteInput(bucket, key string) *s3.DeleteObjectInput {
+	return &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}
 }

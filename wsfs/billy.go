@@ -174,7 +174,7 @@ func (b *Billy) Chown(name string, uid, gid int) error {
 	if err != nil {
 		return pathErr("chown", name, err)
 	}
-	_, err = b.fs.s.SetAttr(r.ino, kv.SetAttrRequest{Valid: kv.SetUid | kv.SetGid, Uid: uint32(uid), Gid: uint32(gid)})
+	_, err = b.fs.kvSetAttr(r.ino, kv.SetAttrRequest{Valid: kv.SetUid | kv.SetGid, Uid: uint32(uid), Gid: uint32(gid)})
 	return pathErr("chown", name, err)
 }
 

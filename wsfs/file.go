@@ -47,7 +47,7 @@ func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 		return nil, pathErr("open", p, syscall.EISDIR)
 	}
 	if flag&O_TRUNC != 0 && flag&(O_WRONLY|O_RDWR) != 0 && r.attr.IsRegular() && r.attr.Size > 0 {
-		if _, err := f.s.SetAttr(r.ino, kv.SetAttrRequest{Valid: kv.SetSize}); err != nil {
+		if _, err := f.kvSetAttr(r.ino, kv.SetAttrRequest{Valid: kv.SetSize}); err != nil {
 			return nil, pathErr("open", p, err)
 		}
 	}
@@ -59,14 +59,14 @@ func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 func (f *FS) openCreate(p string, perm uint32) (resolved, error) {
 	cur, above := uint64(kv.RootIno), []uint64(nil)
 	for range maxSymlinks {
-		r, err := f.lookupFrom(cur, above, p, false, true)
+		r, err := f.lookupFrom(cur, above, p, false, true, "-")
 		if err != nil {
 			return r, err
 		}
 		if r.ino == 0 {
-			a, err := f.s.Create(r.dir, r.name, f.newInode(kv.NewInode{Mode: kv.S_IFREG | perm&0o7777&^f.umask}))
+			a, err := f.kvCreate(r.dir, r.name, f.newInode(kv.NewInode{Mode: kv.S_IFREG | perm&0o7777&^f.umask}))
 			if err == kv.ErrExist { // lost a race with another creator
-				return f.lookupFrom(cur, above, p, true, false)
+				return f.lookupFrom(cur, above, p, true, false, "-")
 			}
 			return resolved{ino: a.Ino, attr: a, dir: r.dir, name: r.name, above: r.above}, err
 		}
@@ -145,7 +145,7 @@ func (fl *File) WriteAt(p []byte, off int64) (int, error) {
 	if !fl.writable() {
 		return 0, pathErr("write", fl.name, syscall.EBADF)
 	}
-	if _, err := fl.fs.s.Write(fl.ino, off, p); err != nil {
+	if err := fl.fs.kvWrite(fl.ino, off, p); err != nil {
 		return 0, pathErr("write", fl.name, err)
 	}
 	return len(p), nil
@@ -179,7 +179,7 @@ func (fl *File) Truncate(size int64) error {
 	if !fl.writable() || size < 0 {
 		return pathErr("truncate", fl.name, syscall.EINVAL)
 	}
-	_, err := fl.fs.s.SetAttr(fl.ino, kv.SetAttrRequest{Valid: kv.SetSize, Size: uint64(size)})
+	_, err := fl.fs.kvSetAttr(fl.ino, kv.SetAttrRequest{Valid: kv.SetSize, Size: uint64(size)})
 	return pathErr("truncate", fl.name, err)
 }
 

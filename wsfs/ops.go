@@ -51,7 +51,7 @@ func (f *FS) create(p string, n kv.NewInode) (kv.Attr, error) {
 	if r.ino != 0 {
 		return kv.Attr{}, syscall.EEXIST
 	}
-	return f.s.Create(r.dir, r.name, f.newInode(n))
+	return f.kvCreate(r.dir, r.name, f.newInode(n))
 }
 
 // newInode gives n the FS's owner unless it names one.
@@ -105,7 +105,7 @@ func (f *FS) Link(oldname, newname string) error {
 	if dst.ino != 0 {
 		return pathErr("link", newname, syscall.EEXIST)
 	}
-	_, err = f.s.Link(src.ino, dst.dir, dst.name)
+	err = f.kvLink(src.ino, dst.dir, dst.name)
 	return pathErr("link", newname, err)
 }
 
@@ -120,9 +120,10 @@ func (f *FS) Remove(p string) error {
 		return pathErr("remove", p, err)
 	}
 	if r.attr.IsDir() {
-		err = f.s.Rmdir(r.dir, r.name)
+		f.forgetDirs()
+		err = f.kvRmdir(r.dir, r.name)
 	} else {
-		err = f.s.Unlink(r.dir, r.name)
+		err = f.kvUnlink(r.dir, r.name)
 	}
 	return pathErr("remove", p, err)
 }
@@ -138,12 +139,13 @@ func (f *FS) RemoveAll(p string) error {
 		return nil
 	}
 	if r.attr.IsDir() {
+		f.forgetDirs()
 		if err := f.removeTree(r.ino); err != nil {
 			return pathErr("remove", p, err)
 		}
-		return pathErr("remove", p, f.s.Rmdir(r.dir, r.name))
+		return pathErr("remove", p, f.kvRmdir(r.dir, r.name))
 	}
-	return pathErr("remove", p, f.s.Unlink(r.dir, r.name))
+	return pathErr("remove", p, f.kvUnlink(r.dir, r.name))
 }
 
 // removeTree empties the directory dir, in batches so that a huge directory
@@ -166,9 +168,9 @@ func (f *FS) removeTree(dir uint64) error {
 				if err := f.removeTree(d.Ino); err != nil {
 					return err
 				}
-				err = f.s.Rmdir(dir, d.Name)
+				err = f.kvRmdir(dir, d.Name)
 			} else {
-				err = f.s.Unlink(dir, d.Name)
+				err = f.kvUnlink(dir, d.Name)
 			}
 			if err != nil && err != kv.ErrNotFound {
 				return err
@@ -189,7 +191,10 @@ func (f *FS) Rename(oldpath, newpath string) error {
 	}
 	dst, err := f.lookup(newpath, false, true)
 	if err == nil {
-		err = f.s.Rename(src.dir, src.name, dst.dir, dst.name, 0)
+		if src.attr.IsDir() || dst.attr.IsDir() {
+			f.forgetDirs()
+		}
+		err = f.kvRename(src.dir, src.name, dst.dir, dst.name)
 	}
 	if err != nil {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: kv.Errno(err)}
@@ -224,7 +229,7 @@ func (f *FS) Truncate(p string, size int64) error {
 func (f *FS) setattr(op, p string, follow bool, req kv.SetAttrRequest) error {
 	r, err := f.lookup(p, follow, false)
 	if err == nil {
-		_, err = f.s.SetAttr(r.ino, req)
+		_, err = f.kvSetAttr(r.ino, req)
 	}
 	return pathErr(op, p, err)
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/computerfs/computerfs/kv"
@@ -31,10 +32,44 @@ const maxSymlinks = 40
 // adds no locking of its own beyond what the store does, so concurrent
 // changes to one path behave as they would on a local file system.
 type FS struct {
-	s     *kv.Store
-	owner Owner
-	umask uint32
-	locks inodeLocks // of billy files
+	s      *kv.Store
+	owner  Owner
+	umask  uint32
+	locks  inodeLocks // of billy files
+	notify Notifier
+
+	// With exclusive use (SetExclusive), directories resolved without
+	// following links are remembered by path.
+	exclusive bool
+	dirMu     sync.Mutex
+	dirs      map[string]cachedDir
+}
+
+type cachedDir struct {
+	ino   uint64
+	above []uint64
+}
+
+// SetExclusive declares that nothing but this FS changes the store (an
+// import into a new store): it may then remember where directories are
+// instead of looking each path up again. Changes through the FS keep the
+// memory right; changes by anything else would make it wrong.
+func (f *FS) SetExclusive() {
+	f.dirMu.Lock()
+	f.exclusive = true
+	f.dirs = make(map[string]cachedDir)
+	f.dirMu.Unlock()
+}
+
+// forgetDirs drops remembered directories after a change that may have
+// removed or moved one.
+func (f *FS) forgetDirs() {
+	if !f.exclusive {
+		return
+	}
+	f.dirMu.Lock()
+	clear(f.dirs)
+	f.dirMu.Unlock()
 }
 
 // Owner is the user and group that new files get.
@@ -90,12 +125,33 @@ type resolved struct {
 // last name even if that name does not exist (ino is then 0). A trailing
 // slash requires a directory, as it does for the kernel.
 func (f *FS) lookup(p string, follow, parentOnly bool) (resolved, error) {
-	return f.lookupFrom(kv.RootIno, nil, p, follow, parentOnly)
+	if f.exclusive && !strings.Contains(p, "..") {
+		// Start at the deepest remembered directory on the way.
+		names := split(p)
+		for i := len(names) - 1; i > 0; i-- {
+			key := strings.Join(names[:i], "/")
+			f.dirMu.Lock()
+			d, ok := f.dirs[key]
+			f.dirMu.Unlock()
+			if ok {
+				rest := strings.Join(names[i:], "/")
+				if strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") {
+					rest += "/"
+				}
+				return f.lookupFrom(d.ino, d.above, rest, follow, parentOnly, key)
+			}
+		}
+		return f.lookupFrom(kv.RootIno, nil, p, follow, parentOnly, "")
+	}
+	return f.lookupFrom(kv.RootIno, nil, p, follow, parentOnly, "")
 }
 
 // lookupFrom resolves p from the directory cur, reached through the
-// directories above (innermost last).
-func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly bool) (resolved, error) {
+// directories above (innermost last). With an exclusive FS, base is cur's
+// path, or "-" when cur's path is unknown: directories found on the way
+// are remembered until a link is followed.
+func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly bool, base string) (resolved, error) {
+	remember := f.exclusive && base != "-" && !strings.Contains(p, "..")
 	mustDir := strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || p == "."
 	if mustDir {
 		follow = true
@@ -154,6 +210,7 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 				cur, stack = kv.RootIno, stack[:0]
 			}
 			names, i = rest, -1 // a link to "/" or "." leaves nothing to walk
+			remember = false
 			continue
 		}
 		if last && !(mustDir && a.IsDir()) {
@@ -167,6 +224,15 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 		}
 		stack = append(stack, cur)
 		cur = a.Ino
+		if remember {
+			if base != "" {
+				base += "/"
+			}
+			base += name
+			f.dirMu.Lock()
+			f.dirs[base] = cachedDir{ino: cur, above: append([]uint64(nil), stack...)}
+			f.dirMu.Unlock()
+		}
 	}
 	// The path named a directory reached by "", ".", "..", a link or a
 	// trailing slash.

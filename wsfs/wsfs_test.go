@@ -48,8 +48,20 @@ func wantErr(t testing.TB, what string, err error, errno syscall.Errno) {
 	}
 }
 
-func TestFilesAndDirectories(t *testing.T) {
-	f := newFS(t)
+// inBothModes runs a test on a plain FS and on one in exclusive use,
+// which remembers directories: both must behave the same.
+func inBothModes(t *testing.T, fn func(t *testing.T, f *FS)) {
+	t.Run("shared", func(t *testing.T) { fn(t, newFS(t)) })
+	t.Run("exclusive", func(t *testing.T) {
+		f := newFS(t)
+		f.SetExclusive()
+		fn(t, f)
+	})
+}
+
+func TestFilesAndDirectories(t *testing.T) { inBothModes(t, testFilesAndDirectories) }
+
+func testFilesAndDirectories(t *testing.T, f *FS) {
 	check(t, f.MkdirAll("/a/b/c", 0o755))
 	check(t, f.MkdirAll("a/b/c/", 0o755)) // exists: fine
 	check(t, f.WriteFile("/a/b/file", []byte("hello"), 0o640))
@@ -142,8 +154,9 @@ func TestRemoveAllLargeTree(t *testing.T) {
 	}
 }
 
-func TestSymlinksStayInside(t *testing.T) {
-	f := newFS(t)
+func TestSymlinksStayInside(t *testing.T) { inBothModes(t, testSymlinksStayInside) }
+
+func testSymlinksStayInside(t *testing.T, f *FS) {
 	check(t, f.MkdirAll("/a/b", 0o755))
 	check(t, f.WriteFile("/f", []byte("top"), 0o644))
 	check(t, f.WriteFile("/a/b/g", []byte("deep"), 0o644))
@@ -207,6 +220,12 @@ func TestResolveMatchesKernel(t *testing.T) {
 	f, root, paths := kernelTwin(t)
 	for _, p := range paths {
 		compareResolve(t, f, root, p)
+	}
+	f.SetExclusive()
+	for range 2 { // the second pass starts from remembered directories
+		for _, p := range paths {
+			compareResolve(t, f, root, p)
+		}
 	}
 }
 
@@ -283,4 +302,38 @@ func compareResolve(t *testing.T, f *FS, root, p string) {
 	if ino != wantIno {
 		t.Fatalf("%q: the kernel resolves it to %q (inode %d in the store), the store to inode %d", p, want, wantIno, ino)
 	}
+}
+
+type recorder struct{ events []string }
+
+func (r *recorder) Changed(ino uint64) { r.events = append(r.events, fmt.Sprintf("ino %d", ino)) }
+func (r *recorder) EntryChanged(dir uint64, name string) {
+	r.events = append(r.events, fmt.Sprintf("entry %d/%s", dir, name))
+}
+
+// TestNotifier: every change through the FS is announced, so the kernel's
+// cache of a mounted workspace can be kept right.
+func TestNotifier(t *testing.T) {
+	f := newFS(t)
+	check(t, f.Mkdir("/d", 0o755))
+	d, _ := f.Stat("/d")
+	r := &recorder{}
+	f.SetNotifier(r)
+	expect := func(what string, want ...string) {
+		t.Helper()
+		if strings.Join(r.events, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("%s: events %q, want %q", what, r.events, want)
+		}
+		r.events = nil
+	}
+	check(t, f.WriteFile("/d/f", []byte("x"), 0o644))
+	a, _ := f.Stat("/d/f")
+	file, dir := fmt.Sprintf("ino %d", a.Ino), fmt.Sprintf("ino %d", d.Ino)
+	expect("create and write", fmt.Sprintf("entry %d/f", d.Ino), dir, file)
+	check(t, f.Chmod("/d/f", 0o600))
+	expect("chmod", file)
+	check(t, f.Rename("/d/f", "/d/g"))
+	expect("rename", fmt.Sprintf("entry %d/f", d.Ino), dir, fmt.Sprintf("entry %d/g", d.Ino), dir)
+	check(t, f.Remove("/d/g"))
+	expect("remove", fmt.Sprintf("entry %d/g", d.Ino), dir)
 }

@@ -1,0 +1,92 @@
+package wsfs
+
+import "github.com/computerfs/computerfs/kv"
+
+// A Notifier hears of every change made through an FS, so that a cache of
+// the workspace (the kernel's, for the FUSE mount) drops what the change
+// outdated. Its methods are called after the change, with no locks held.
+type Notifier interface {
+	// Changed: the data or attributes of ino changed.
+	Changed(ino uint64)
+	// EntryChanged: name in dir was added, removed or replaced.
+	EntryChanged(dir uint64, name string)
+}
+
+// SetNotifier makes n hear of the changes made through f from now on.
+func (f *FS) SetNotifier(n Notifier) { f.notify = n }
+
+func (f *FS) changed(ino uint64) {
+	if f.notify != nil {
+		f.notify.Changed(ino)
+	}
+}
+
+func (f *FS) entryChanged(dir uint64, name string) {
+	if f.notify != nil {
+		f.notify.EntryChanged(dir, name)
+		f.notify.Changed(dir)
+	}
+}
+
+// The store's operations, each followed by its notification.
+
+func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
+	a, err := f.s.Create(dir, name, n)
+	if err == nil {
+		f.entryChanged(dir, name)
+	}
+	return a, err
+}
+
+func (f *FS) kvUnlink(dir uint64, name string) error {
+	err := f.s.Unlink(dir, name)
+	if err == nil {
+		f.entryChanged(dir, name)
+	}
+	return err
+}
+
+func (f *FS) kvRmdir(dir uint64, name string) error {
+	err := f.s.Rmdir(dir, name)
+	if err == nil {
+		f.entryChanged(dir, name)
+	}
+	return err
+}
+
+func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName string) error {
+	err := f.s.Rename(oldDir, oldName, newDir, newName, 0)
+	if err == nil {
+		f.entryChanged(oldDir, oldName)
+		f.entryChanged(newDir, newName)
+	}
+	return err
+}
+
+func (f *FS) kvLink(ino, dir uint64, name string) error {
+	_, err := f.s.Link(ino, dir, name)
+	if err == nil {
+		f.changed(ino)
+		f.entryChanged(dir, name)
+	}
+	return err
+}
+
+func (f *FS) kvSetAttr(ino uint64, req kv.SetAttrRequest) (kv.Attr, error) {
+	a, err := f.s.SetAttr(ino, req)
+	if err == nil {
+		f.changed(ino)
+	}
+	return a, err
+}
+
+func (f *FS) kvWrite(ino uint64, off int64, p []byte) error {
+	_, err := f.s.Write(ino, off, p)
+	if err == nil {
+		f.changed(ino)
+	}
+	return err
+}
+
+// Notifier returns the notifier SetNotifier installed, or nil.
+func (f *FS) Notifier() Notifier { return f.notify }
