@@ -260,3 +260,95 @@ var errEIO = syscall.EIO
 func deleteInput(bucket, key string) *s3.DeleteObjectInput {
 	return &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}
 }
+
+// TestRefreshMounted: `computerfs refresh -w` on a mounted workspace brings
+// upstream changes in through the daemon, and the mount shows them at once
+// although the kernel had the old content cached; a path with local edits
+// is kept and the command exits 3.
+func TestRefreshMounted(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	bucket := srv.NewBucket(t)
+	srv.Put(t, bucket, "p/data.csv", []byte("v1\n"))
+	repo := gittest.NewRepo(t, map[string]string{"main.go": "package main // v1\n", "other.go": "package main\n"})
+	specFile := writeSpec(t, fmt.Sprintf("sources:\n  - path: /repo\n    git: {url: %q}\n  - path: /data\n    s3: {bucket: %s, prefix: p/, endpoint: %q, path_style: true}\n",
+		repo, bucket, srv.Endpoint))
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store, "--spec", specFile)
+	bin := testmount.Binary(t)
+	read := func(p string) string {
+		t.Helper()
+		d, err := os.ReadFile(filepath.Join(m.Dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(d)
+	}
+	// Cache the old contents in the kernel, and keep the files open: the
+	// open files must see the new contents too.
+	if read("repo/main.go") != "package main // v1\n" || read("data/data.csv") != "v1\n" {
+		t.Fatal("imported contents")
+	}
+	var open []*os.File
+	for _, p := range []string{"repo/main.go", "data/data.csv"} {
+		f, err := os.Open(filepath.Join(m.Dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		io.ReadAll(f)
+		open = append(open, f)
+	}
+	gittest.Commit(t, repo, map[string]string{"main.go": "package main // v2\n", "added.go": "package main\n"}, "upstream v2")
+	srv.Put(t, bucket, "p/data.csv", []byte("v2 longer\n"))
+
+	out, err := exec.Command(bin, "refresh", "-w", m.Dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("computerfs refresh: %v\n%s", err, out)
+	}
+	for _, want := range []string{"updated  " + "/repo/main.go", "added    /repo/added.go", "updated  /data/data.csv", "fast-forwarded main"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("refresh output lacks %q:\n%s", want, out)
+		}
+	}
+	for i, want := range []string{"package main // v2\n", "v2 longer\n"} {
+		buf := make([]byte, 100)
+		n, _ := open[i].ReadAt(buf, 0)
+		if string(buf[:n]) != want {
+			t.Fatalf("a file open during the refresh reads %q, want %q", buf[:n], want)
+		}
+	}
+	if got := read("repo/main.go"); got != "package main // v2\n" {
+		t.Fatalf("the mount shows %q after refresh", got)
+	}
+	if got := read("data/data.csv"); got != "v2 longer\n" {
+		t.Fatalf("the mount shows %q after refresh", got)
+	}
+	if got := read("repo/added.go"); got != "package main\n" {
+		t.Fatalf("added file: %q", got)
+	}
+	if st := run(t, filepath.Join(m.Dir, "repo"), "git", "status", "--porcelain"); st != "" {
+		t.Fatalf("git status after refresh:\n%s", st)
+	}
+	if log := run(t, filepath.Join(m.Dir, "repo"), "git", "log", "-1", "--format=%s"); log != "upstream v2\n" {
+		t.Fatalf("git log after refresh: %q", log)
+	}
+
+	// A local edit is kept and reported; exit status 3.
+	if err := os.WriteFile(filepath.Join(m.Dir, "repo/main.go"), []byte("agent's edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Commit(t, repo, map[string]string{"main.go": "package main // v3\n"}, "upstream v3")
+	cmd := exec.Command(bin, "refresh", "-w", m.Dir)
+	out, err = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 3 || !strings.Contains(string(out), "kept     /repo/main.go: edited here and changed upstream") {
+		t.Fatalf("refresh over a local edit: %v\n%s", err, out)
+	}
+	if got := read("repo/main.go"); got != "agent's edit\n" {
+		t.Fatalf("refresh overwrote a local edit: %q", got)
+	}
+	out, err = exec.Command(bin, "status", "-w", m.Dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "/repo") || !strings.Contains(string(out), "s3://"+bucket+"/p/") {
+		t.Fatalf("computerfs status: %v\n%s", err, out)
+	}
+}

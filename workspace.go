@@ -19,6 +19,8 @@ import (
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
+	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/wsfs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -40,10 +42,33 @@ type MountOptions struct {
 type Workspace struct {
 	Store      *kv.Store
 	Mountpoint string
+	// FS is the workspace by path for code in the daemon; the mount's
+	// caches hear of every change made through it.
+	FS *wsfs.FS
+
+	spec       *spec.Spec // nil for a store not imported from a spec
+	httpClient *http.Client
 	srv        *fuse.Server
+	control    *http.Server
+	refreshMu  sync.Mutex // one refresh at a time
 	log        *slog.Logger
 	closeOnce  sync.Once
 	closeErr   error
+}
+
+// openStore opens a workspace's store with the options' tuning.
+func openStore(dir string, opts MountOptions) (*kv.Store, error) {
+	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, Logger: opts.Logger})
+}
+
+// newFS returns the store by path; files made through it belong to the
+// owner of the workspace's root (the importing user).
+func newFS(st *kv.Store) *wsfs.FS {
+	owner := wsfs.Owner{}
+	if a, err := st.GetAttr(kv.RootIno); err == nil {
+		owner = wsfs.Owner{UID: a.Uid, GID: a.Gid}
+	}
+	return wsfs.New(st, owner)
 }
 
 // Mount opens the store and mounts it.
@@ -55,7 +80,10 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := kv.Open(opts.Store, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, Logger: opts.Logger})
+	if opts.Store, err = filepath.Abs(opts.Store); err != nil {
+		return nil, err
+	}
+	store, err := openStore(opts.Store, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +104,14 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
+	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, srv: srv, log: opts.Logger}
+	w.FS.SetNotifier(fs.NewNotifier(srv))
+	if err := w.serveControl(); err != nil {
+		w.Unmount()
+		return nil, err
+	}
 	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid())
-	return &Workspace{Store: store, Mountpoint: mp, srv: srv, log: opts.Logger}, nil
+	return w, nil
 }
 
 // Wait blocks until the file system is unmounted (by Unmount, umount(8) or
@@ -89,6 +123,7 @@ func (w *Workspace) Wait() error {
 
 func (w *Workspace) closeStore() error {
 	w.closeOnce.Do(func() {
+		w.stopControl()
 		w.closeErr = w.Store.Close()
 		if w.closeErr != nil {
 			w.log.Error("closing store failed", "err", w.closeErr)

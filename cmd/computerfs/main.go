@@ -25,6 +25,9 @@ Usage:
   computerfs mount [flags] --store DIR MOUNTPOINT   mount the workspace kept in DIR
                  [--spec FILE]                     ... importing FILE's sources first into a new store
   computerfs import --spec FILE --store DIR         populate a new store from a spec, without mounting
+  computerfs refresh -w MOUNTPOINT | --store DIR    bring upstream changes into untouched paths
+                                                    (exit 3: some paths kept for their local edits)
+  computerfs status -w MOUNTPOINT                   the workspace's daemon and sources
   computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
   computerfs fsck --store DIR                       check a store's consistency (not while mounted)
   computerfs bench [flags] NAME=DIR...              benchmark directories against each other
@@ -71,6 +74,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdMount(args[1:], stderr)
 	case "import":
 		return cmdImport(args[1:], stderr)
+	case "refresh":
+		return cmdRefresh(args[1:], stdout, stderr)
+	case "status":
+		return cmdStatus(args[1:], stdout, stderr)
 	case "unmount", "umount":
 		return cmdUnmount(args[1:], stderr)
 	case "fsck":

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/sources"
+)
+
+func cmdRefresh(args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("refresh", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	mount := fset.String("w", "", "the workspace's mount point (the daemon refreshes it)")
+	store := fset.String("store", "", "a store that is not mounted (refreshed in this process)")
+	asJSON := fset.Bool("json", false, "print the report as JSON")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || (*mount == "") == (*store == "") {
+		fset.Usage()
+		return &exitError{2, errors.New("refresh needs -w MOUNTPOINT or --store DIR")}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var rep sources.RefreshReport
+	if *mount != "" {
+		c, err := computerfs.Dial(*mount)
+		if err != nil {
+			return err
+		}
+		rep, err = c.Refresh(ctx)
+		if err != nil {
+			return err
+		}
+	} else {
+		log, err := newLogger(stderr, "warn", "text")
+		if err != nil {
+			return err
+		}
+		rep, err = computerfs.RefreshStore(ctx, *store, computerfs.MountOptions{Logger: log})
+		if err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		printRefresh(stdout, rep)
+	}
+	return refreshExit(rep)
+}
+
+// refreshExit: 1 if a source failed, 3 if paths were left alone because
+// they have local edits, 0 otherwise.
+func refreshExit(rep sources.RefreshReport) error {
+	conflicts := 0
+	for _, s := range rep.Sources {
+		if s.Error != "" {
+			return &exitError{1, fmt.Errorf("refresh of %s failed: %s", s.Path, s.Error)}
+		}
+		conflicts += len(s.Conflicts)
+	}
+	if conflicts > 0 {
+		return &exitError{3, fmt.Errorf("%d paths changed upstream were left alone: they have local edits", conflicts)}
+	}
+	return nil
+}
+
+func printRefresh(w io.Writer, rep sources.RefreshReport) {
+	for _, s := range rep.Sources {
+		fmt.Fprintf(w, "%s (%s)", s.Path, s.Kind)
+		if s.Note != "" {
+			fmt.Fprintf(w, ": %s", s.Note)
+		}
+		fmt.Fprintln(w)
+		for _, l := range []struct {
+			tag   string
+			paths []string
+		}{{"updated", s.Updated}, {"added", s.Added}, {"removed", s.Removed}} {
+			for _, p := range l.paths {
+				fmt.Fprintf(w, "  %-8s %s\n", l.tag, p)
+			}
+		}
+		for _, c := range s.Conflicts {
+			fmt.Fprintf(w, "  %-8s %s: %s\n", "kept", c.Path, c.Reason)
+		}
+		if s.Error != "" {
+			fmt.Fprintf(w, "  error    %s\n", s.Error)
+		}
+	}
+}
+
+func cmdStatus(args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("status", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	mount := fset.String("w", "", "the workspace's mount point")
+	asJSON := fset.Bool("json", false, "print JSON")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *mount == "" {
+		return &exitError{2, errors.New("status needs -w MOUNTPOINT")}
+	}
+	c, err := computerfs.Dial(*mount)
+	if err != nil {
+		return err
+	}
+	st, err := c.Status(context.Background())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d)\n", st.Mountpoint, st.Store, st.Pid)
+	for _, s := range st.Sources {
+		fmt.Fprintf(stdout, "  %-20s %-7s %s\n", s.Path, s.Kind, s.From)
+	}
+	return nil
+}

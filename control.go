@@ -1,0 +1,202 @@
+package computerfs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/computerfs/computerfs/sources"
+)
+
+// The control socket: a running workspace's daemon answers HTTP+JSON on a
+// unix socket beside its store (STORE/control.sock, mode 0600), for the
+// commands that must run inside it (it holds the store). Clients find it
+// from the mount point through the mount's source.
+//
+//	GET  /v1/status    the workspace: mount point, store, pid, sources
+//	POST /v1/refresh   bring upstream changes in (sources.RefreshReport)
+
+const controlSocket = "control.sock"
+
+// Status describes a running workspace.
+type Status struct {
+	Mountpoint string         `json:"mountpoint"`
+	Store      string         `json:"store"`
+	Pid        int            `json:"pid"`
+	Sources    []SourceStatus `json:"sources"`
+}
+
+// SourceStatus is one source of the workspace's spec.
+type SourceStatus struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	From string `json:"from"` // url, s3://bucket/prefix, directory
+}
+
+func (w *Workspace) serveControl() error {
+	path := filepath.Join(w.Store.Dir(), controlSocket)
+	os.Remove(path) // left by a daemon that was killed
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(rw http.ResponseWriter, r *http.Request) {
+		writeJSON(rw, w.Status())
+	})
+	mux.HandleFunc("POST /v1/refresh", func(rw http.ResponseWriter, r *http.Request) {
+		rep, err := w.Refresh(r.Context())
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(rw, rep)
+	})
+	w.control = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := w.control.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.log.Error("control socket stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (w *Workspace) stopControl() {
+	if w.control != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.control.Shutdown(ctx)
+		os.Remove(filepath.Join(w.Store.Dir(), controlSocket))
+	}
+}
+
+func writeJSON(rw http.ResponseWriter, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(rw).Encode(v)
+}
+
+// Status describes the workspace.
+func (w *Workspace) Status() Status {
+	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Sources: []SourceStatus{}}
+	if w.spec != nil {
+		for _, s := range w.spec.Sources {
+			ss := SourceStatus{Path: s.Path, Kind: s.Kind()}
+			switch {
+			case s.Git != nil:
+				ss.From = s.Git.URL
+			case s.S3 != nil:
+				ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
+			case s.Dir != "":
+				ss.From = s.Dir
+			default:
+				ss.From = "inline"
+			}
+			st.Sources = append(st.Sources, ss)
+		}
+	}
+	return st
+}
+
+// Refresh brings upstream changes into the workspace's sources (see
+// sources.Refresher); the mount's caches are told of every change.
+func (w *Workspace) Refresh(ctx context.Context) (sources.RefreshReport, error) {
+	if w.spec == nil {
+		return sources.RefreshReport{}, errors.New("the workspace was not imported from a spec: no sources to refresh")
+	}
+	w.refreshMu.Lock()
+	defer w.refreshMu.Unlock()
+	r := &sources.Refresher{FS: w.FS, Spec: w.spec, Log: w.log, HTTPClient: w.httpClient}
+	return r.Run(ctx)
+}
+
+// Client talks to a running workspace's daemon.
+type Client struct {
+	hc *http.Client
+}
+
+// Dial finds the daemon serving the computerfs mount at mountpoint.
+func Dial(mountpoint string) (*Client, error) {
+	mp, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	store, err := mountedStore(mp)
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(store, controlSocket)
+	if _, err := os.Stat(sock); err != nil {
+		return nil, fmt.Errorf("workspace at %s: no control socket (%w)", mp, err)
+	}
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	return &Client{hc: &http.Client{Transport: tr}}, nil
+}
+
+func (c *Client) call(ctx context.Context, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://computerfs"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("workspace daemon: %s", bytesTrim(msg))
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func bytesTrim(b []byte) string {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+// Status asks the daemon to describe its workspace.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	return st, c.call(ctx, http.MethodGet, "/v1/status", &st)
+}
+
+// Refresh asks the daemon to refresh its sources.
+func (c *Client) Refresh(ctx context.Context) (sources.RefreshReport, error) {
+	var rep sources.RefreshReport
+	return rep, c.call(ctx, http.MethodPost, "/v1/refresh", &rep)
+}
+
+// RefreshStore refreshes the sources of a store that is not mounted.
+func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources.RefreshReport, error) {
+	st, err := openStore(store, opts)
+	if err != nil {
+		return sources.RefreshReport{}, err
+	}
+	defer st.Close()
+	sp, err := storedSpec(st)
+	if err != nil {
+		return sources.RefreshReport{}, err
+	}
+	if sp == nil {
+		return sources.RefreshReport{}, errors.New("the store was not imported from a spec: no sources to refresh")
+	}
+	st.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
+	r := &sources.Refresher{FS: newFS(st), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
+	return r.Run(ctx)
+}
