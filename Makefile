@@ -8,7 +8,7 @@ TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
 
-.PHONY: help build test test-short bench stress run lint fuzz clean
+.PHONY: help build test test-short bench bench-sources stress run lint fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,8 +27,11 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
-bench: build ## benchmark the mount against tmpfs, disk and go-fuse's loopback
+bench: build bench-sources ## benchmark the mount against tmpfs, disk and go-fuse's loopback; imports against git clone and the S3 SDK
 	./bench/run.sh
+
+bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./sources/ | tee bench/sources.txt
 
 stress: ## long randomized and parallel tests against the mount
 	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/
@@ -36,8 +39,11 @@ stress: ## long randomized and parallel tests against the mount
 fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzOps -fuzztime 2m -fuzzminimizetime 5s ./kv/
 	$(GO) test -run '^$$' -fuzz FuzzName -fuzztime 1m -fuzzminimizetime 5s ./kv/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 1m -fuzzminimizetime 5s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
 
-run: build ## demo: mount a workspace and clone a local git repository into it
+run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh
 
 clean: ## remove build output

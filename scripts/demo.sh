@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The demo behind `make run`: make a small local git repository, mount a
-# fresh computerfs workspace, clone the repository into it with the git CLI
-# (through the FUSE mount), show that git, find and du work there, then
-# unmount and mount again to show that the workspace persisted.
-# KEEP=1 leaves the workspace mounted at the end.
+# The demo behind `make run`: make a small local git repository and a
+# workspace spec that declares it (plus an inline bug report and a local
+# notes directory), mount a new workspace from that spec (the import
+# writes into the store directly, not through the mount), show that git,
+# find and du work on the mount, bring an upstream commit in with
+# `computerfs refresh`, then unmount and mount again to show that the
+# workspace persisted. KEEP=1 leaves the workspace mounted at the end.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/bin/computerfs
 demo=${DEMO_DIR:-$(mktemp -d /tmp/computerfs-demo.XXXXXX)}
 store=$demo/store ws=$demo/workspace repo=$demo/app.git
-mkdir -p "$ws"
+mkdir -p "$ws" "$demo/notes"
+gitc() { git -c user.name=demo -c user.email=demo@example.com "$@"; }
 
 git init -q -b main "$demo/src"
 (
@@ -18,25 +21,46 @@ git init -q -b main "$demo/src"
 	printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello from the demo app") }\n' >cmd/app/main.go
 	printf '# app\n\nA demo project for computerfs.\n' >README.md
 	git add -A
-	git -c user.name=demo -c user.email=demo@example.com commit -q -m "Initial commit"
+	gitc commit -q -m "Initial commit"
 )
 git clone -q --bare "$demo/src" "$repo"
+printf 'Start with BUG_REPORT.md.\n' >"$demo/notes/README.md"
 
-echo "== mount a new workspace at $ws"
-"$bin" mount --background --store "$store" "$ws" >/dev/null
+cat >"$demo/workspace.yaml" <<EOF
+# The demo workspace: a repository, a bug report and notes.
+sources:
+  - path: /app
+    git: {url: "file://$repo", ref: main}
+  - path: /notes
+    dir: ./notes
+  - path: /BUG_REPORT.md
+    content: |
+      # Crash on empty input
+      Steps: run the app with no arguments.
+EOF
+
+echo "== mount a new workspace at $ws from $demo/workspace.yaml"
+"$bin" mount --background --spec "$demo/workspace.yaml" --store "$store" "$ws" >/dev/null
 trap '[ "${KEEP:-}" = 1 ] || "$bin" unmount "$ws" 2>/dev/null || true' EXIT
-
-echo "== git clone $repo into the workspace"
-git clone -q "$repo" "$ws/app"
-printf '# Crash on empty input\n\nSteps: run the app with no arguments.\n' >"$ws/BUG_REPORT.md"
+"$bin" status -w "$ws"
 (cd "$ws/app" && git status --short --branch && git log --oneline)
 echo "== files"
 find "$ws" -path "$ws/app/.git" -prune -o -print | sed "s|^$ws|/workspace|"
 du -sh "$ws"
 
-echo "== unmount, mount again: the workspace is still there"
+echo "== an upstream commit, brought in with computerfs refresh"
+(
+	cd "$demo/src"
+	printf '\nRun it with: go run ./cmd/app\n' >>README.md
+	gitc commit -q -am "Document how to run the app"
+	git push -q "$repo" main
+)
+"$bin" refresh -w "$ws"
+(cd "$ws/app" && git log --oneline -1 && tail -1 README.md)
+
+echo "== unmount, mount again: the workspace is still there (no second import)"
 "$bin" unmount "$ws"
-"$bin" mount --background --store "$store" "$ws" >/dev/null
+"$bin" mount --background --spec "$demo/workspace.yaml" --store "$store" "$ws" >/dev/null
 (cd "$ws/app" && git status --short --branch)
 head -1 "$ws/BUG_REPORT.md"
 if [ "${KEEP:-}" = 1 ]; then

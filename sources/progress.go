@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -113,7 +114,11 @@ func (p *Progress) report(final bool) {
 	}
 	if p.Term == nil {
 		if p.Log != nil {
-			p.Log.Info("import progress", "source", name, "phase", phase, "objects", objs, "total_objects", total,
+			level := slog.LevelInfo
+			if final && elapsed < 2*time.Second {
+				level = slog.LevelDebug // a short phase needs no record
+			}
+			p.Log.Log(context.Background(), level, "import progress", "source", name, "phase", phase, "objects", objs, "total_objects", total,
 				"bytes", bytes, "bytes_per_sec", int64(rate), "eta", eta.Round(time.Second).String(), "done", final)
 		}
 		return
