@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -350,5 +351,72 @@ func TestRefreshMounted(t *testing.T) {
 	out, err = exec.Command(bin, "status", "-w", m.Dir).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "/repo") || !strings.Contains(string(out), "s3://"+bucket+"/p/") {
 		t.Fatalf("computerfs status: %v\n%s", err, out)
+	}
+}
+
+// TestImportInterrupted stops `computerfs import` midway, by SIGINT (it
+// cleans up and says so) and by SIGKILL (it cannot): either way no store
+// appears, and the next import completes.
+func TestImportInterrupted(t *testing.T) {
+	src := t.TempDir()
+	for d := range 8 {
+		dir := filepath.Join(src, fmt.Sprintf("d%02d", d))
+		os.Mkdir(dir, 0o755)
+		for f := range 500 {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", f)), []byte(strings.Repeat("x", f)), 0o644)
+		}
+	}
+	specFile := writeSpec(t, fmt.Sprintf("sources:\n  - path: /big\n    dir: %q\n", src))
+	bin := testmount.Binary(t)
+	store := filepath.Join(t.TempDir(), "ws")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		cmd := exec.Command(bin, "import", "--spec", specFile, "--store", store)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until the import is under way, then stop it.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if ents, _ := os.ReadDir(store + ".importing/db"); len(ents) > 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the import never started:\n%s", out.String())
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		if err == nil {
+			t.Fatalf("%v: the import finished before it was stopped; make it bigger", sig)
+		}
+		if _, err := os.Stat(store); !os.IsNotExist(err) {
+			t.Fatalf("%v: a store appeared: %v", sig, err)
+		}
+		if sig == syscall.SIGINT {
+			if !strings.Contains(out.String(), "import interrupted; the store was left as it was") {
+				t.Fatalf("SIGINT: output\n%s", out.String())
+			}
+			if _, err := os.Stat(store + ".importing"); !os.IsNotExist(err) {
+				t.Fatalf("SIGINT left the staging directory: %v", err)
+			}
+		}
+	}
+	out, err := exec.Command(bin, "import", "--spec", specFile, "--store", store).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "removing an interrupted import") {
+		t.Fatalf("import after a killed one: %v\n%s", err, out)
+	}
+	st, err := kv.Open(store, kv.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs := wsfs.New(st, wsfs.Owner{})
+	if d, err := fs.ReadFile("/big/d07/f0499"); err != nil || len(d) != 499 {
+		t.Fatalf("last file: %d bytes, %v", len(d), err)
+	}
+	if p, err := st.Check(10); err != nil || len(p) > 0 {
+		t.Fatalf("fsck: %v %q", err, p)
 	}
 }

@@ -92,7 +92,7 @@ func (im *Importer) cloneWithCLI(ctx context.Context, gitBin string, idx int, sr
 	if err := im.fs.Mkdir(src.Path, 0o755); err != nil {
 		return err
 	}
-	if err := im.copyTree(wt+"/.git", path.Join(src.Path, ".git"), nil); err != nil {
+	if err := im.copyTree(ctx, wt+"/.git", path.Join(src.Path, ".git"), nil); err != nil {
 		return err
 	}
 	im.Progress.Begin(src.Path, "checkout", int64(len(entries)), 0)
@@ -180,6 +180,9 @@ func (im *Importer) checkoutBlobs(ctx context.Context, gitBin, repo string, idx 
 	dirs[""] = root
 	buf := make([]byte, 16*kv.ChunkSize)
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		parent, err := im.gitDir(dirs, path.Dir(e.path))
 		if err != nil {
 			return nil, fmt.Errorf("checkout %s: %w", e.path, err)

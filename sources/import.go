@@ -71,7 +71,7 @@ func (im *Importer) Run(ctx context.Context) error {
 		case "s3":
 			err = im.importS3(ctx, i, src)
 		case "dir":
-			err = im.importDir(i, src)
+			err = im.importDir(ctx, i, src)
 		case "content":
 			err = im.importContent(i, src)
 		}
@@ -103,7 +103,7 @@ func (im *Importer) importContent(idx int, src *spec.Source) error {
 }
 
 // importDir copies a local directory tree in.
-func (im *Importer) importDir(idx int, src *spec.Source) error {
+func (im *Importer) importDir(ctx context.Context, idx int, src *spec.Source) error {
 	st, err := os.Stat(src.Dir)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (im *Importer) importDir(idx int, src *spec.Source) error {
 		return fmt.Errorf("dir %s is not a directory", src.Dir)
 	}
 	im.Progress.Begin(src.Path, "copy", 0, 0)
-	return im.copyTree(src.Dir, src.Path, func(rel string) *kv.Origin {
+	return im.copyTree(ctx, src.Dir, src.Path, func(rel string) *kv.Origin {
 		return &kv.Origin{Source: uint32(idx), Key: rel}
 	})
 }
@@ -121,7 +121,7 @@ func (im *Importer) importDir(idx int, src *spec.Source) error {
 // (which must not exist): directories, regular files, symbolic links (as
 // they are), modes and modification times. Sockets and devices are
 // skipped with a warning. origin, if not nil, gives each file's origin.
-func (im *Importer) copyTree(root, dst string, origin func(rel string) *kv.Origin) error {
+func (im *Importer) copyTree(ctx context.Context, root, dst string, origin func(rel string) *kv.Origin) error {
 	var dirs []struct {
 		ino   uint64
 		mtime int64
@@ -130,6 +130,9 @@ func (im *Importer) copyTree(root, dst string, origin func(rel string) *kv.Origi
 	buf := make([]byte, 16*kv.ChunkSize) // one copy buffer for every file
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
