@@ -420,3 +420,27 @@ func TestImportInterrupted(t *testing.T) {
 		t.Fatalf("fsck: %v %q", err, p)
 	}
 }
+
+// TestRefreshStore: `computerfs refresh --store` refreshes a store that is
+// not mounted, in its own process.
+func TestRefreshStore(t *testing.T) {
+	repo := gittest.NewRepo(t, map[string]string{"f": "1"})
+	store := filepath.Join(t.TempDir(), "ws")
+	sp := parseSpec(t, fmt.Sprintf("sources:\n  - path: /r\n    git: {url: %q}\n", repo))
+	if _, err := doImport(t, sp, store); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Commit(t, repo, map[string]string{"f": "2"}, "two")
+	out, err := exec.Command(testmount.Binary(t), "refresh", "--store", store, "--json").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"updated": [`) {
+		t.Fatalf("computerfs refresh --store: %v\n%s", err, out)
+	}
+	st, err := kv.Open(store, kv.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if d, _ := wsfs.New(st, wsfs.Owner{}).ReadFile("/r/f"); string(d) != "2" {
+		t.Fatalf("f = %q after refresh", d)
+	}
+}
