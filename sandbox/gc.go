@@ -34,7 +34,13 @@ func GC(stateDir string) ([]string, error) {
 		id := e.Name()
 		c, err := libcontainer.Load(root, id)
 		if err != nil {
-			// No usable state: remove it, its cgroups go below.
+			// No usable state. A container being created has none yet
+			// either: only remove what is older than a minute.
+			if fi, err := os.Stat(filepath.Join(root, id)); err == nil && time.Since(fi.ModTime()) < time.Minute {
+				live[id] = true
+				continue
+			}
+			// Its cgroups go below.
 			if err := os.RemoveAll(filepath.Join(root, id)); err != nil {
 				errs = append(errs, err)
 			}
@@ -58,7 +64,7 @@ func GC(stateDir string) ([]string, error) {
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent + "/cfs-*")
 	v2, _ := filepath.Glob("/sys/fs/cgroup/" + parent + "/cfs-*")
 	for _, dir := range append(dirs, v2...) {
-		id := filepath.Base(dir)
+		id := strings.TrimSuffix(filepath.Base(dir), "-init") // pid 1's own pids cgroup
 		if live[id] {
 			continue
 		}

@@ -101,17 +101,23 @@ var forwarded = []os.Signal{
 // or ends at once when the process that runs the sandbox is gone (EOF on
 // the lifeline), and with pid 1 the whole sandbox.
 func sandboxInit(args []string) int {
+	// Few threads: each counts against the pids limit. Nothing here
+	// blocks a thread: the lifeline is read through the poller, children
+	// are reaped on SIGCHLD.
+	runtime.GOMAXPROCS(1)
+	runtime.UnlockOSThread() // the lock of this package's init
+	events := make(chan os.Signal, 32)
+	signal.Notify(events, append(forwarded, unix.SIGCHLD)...)
 	// A parent death signal would not do: it comes when the thread that
 	// started the container ends, and Go ends threads.
 	syscall.CloseOnExec(5)
+	syscall.SetNonblock(5, true)
+	lifeline := make(chan struct{})
 	go func() {
+		f := os.NewFile(5, "lifeline")
 		var b [1]byte
-		for {
-			_, err := syscall.Read(5, b[:])
-			if err != syscall.EINTR {
-				os.Exit(137)
-			}
-		}
+		f.Read(b[:]) // EOF, or an error: either way the starter is gone
+		close(lifeline)
 	}()
 	// Not dumpable: the program (same user) cannot ptrace pid 1 or open
 	// its /proc files. The program itself is dumpable again after execve.
@@ -146,8 +152,6 @@ func sandboxInit(args []string) int {
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return failed(err)
 	}
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
 	if len(filter) > 0 {
 		if err := loadFilter(filter); err != nil {
 			fmt.Fprintln(os.Stderr, "sandbox init: seccomp:", err)
@@ -162,29 +166,35 @@ func sandboxInit(args []string) int {
 		return failed(err)
 	}
 	fmt.Fprintf(status, "ready\n")
-	go func() {
-		for s := range sigs {
-			syscall.Kill(pid, s.(syscall.Signal))
-		}
-	}()
 	for {
-		var ws syscall.WaitStatus
-		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if err == syscall.EINTR {
-			continue
+		select {
+		case <-lifeline:
+			return 137
+		case s := <-events:
+			if s != unix.SIGCHLD {
+				syscall.Kill(pid, s.(syscall.Signal))
+				continue
+			}
 		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "sandbox init: wait:", err)
-			return 125
+		// Reap every child that has ended: orphans, and the program.
+		for {
+			var ws syscall.WaitStatus
+			wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || wpid <= 0 {
+				break
+			}
+			if wpid != pid {
+				continue // an orphan
+			}
+			if ws.Signaled() {
+				fmt.Fprintf(status, "signal %d\n", int(ws.Signal()))
+				return 128 + int(ws.Signal())
+			}
+			return ws.ExitStatus()
 		}
-		if wpid != pid {
-			continue // an orphan
-		}
-		if ws.Signaled() {
-			fmt.Fprintf(status, "signal %d\n", int(ws.Signal()))
-			return 128 + int(ws.Signal())
-		}
-		return ws.ExitStatus()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,7 +44,7 @@ var DefaultUser = User{UID: 1000, GID: 1000}
 // Limits bound what a run may use. Zero means no limit.
 type Limits struct {
 	Memory      int64         // bytes of memory (the cgroup's, page cache and tmpfs included); no swap
-	Pids        int64         // processes and threads at once
+	Pids        int64         // processes and threads of the program at once (a few more in the first milliseconds; the sandbox's pid 1 is not counted)
 	CPU         float64       // cores (0.5 = half of one core)
 	Timeout     time.Duration // wall clock; when it passes every process of the sandbox is killed
 	OutputBytes int64         // stdout and stderr together; when exceeded the output is cut there and the sandbox is killed
@@ -183,6 +184,35 @@ type run struct {
 	written int64 // output bytes so far, under mu
 	limited bool  // the output limit was passed
 	killed  bool  // the sandbox was killed by us
+
+	initCgroup string // pid 1's own pids cgroup, under mu
+}
+
+// initOutOfPids moves pid 1 (whose program now runs) to a pids cgroup of
+// its own, so that the limit is the program's alone: pid 1 is a Go
+// program, whose runtime makes threads when it wants and aborts when it
+// cannot. The program stays in the sandbox's cgroup, whose limit then
+// drops from the program's plus pid 1's allowance to the program's.
+func (r *run) initOutOfPids(pid int) {
+	st, err := r.container.State()
+	if err != nil {
+		return
+	}
+	cg := st.CgroupPaths["pids"]
+	if cg == "" {
+		return
+	}
+	dir := cg + "-init"
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.initCgroup = dir
+	r.mu.Unlock()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		return
+	}
+	os.WriteFile(filepath.Join(cg, "pids.max"), []byte(strconv.FormatInt(r.opts.Limits.Pids, 10)), 0)
 }
 
 func newID() string {
@@ -240,8 +270,6 @@ func (l Limits) check() error {
 		return errors.New("sandbox: limits must not be negative")
 	case l.Memory > 0 && l.Memory < 4<<20:
 		return fmt.Errorf("sandbox: memory limit %d bytes is below 4 MiB", l.Memory)
-	case l.Pids == 1:
-		return errors.New("sandbox: pids limit must be at least 2 (the sandbox's init and the program)")
 	}
 	return nil
 }
@@ -332,6 +360,17 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		b, _ := io.ReadAll(io.TeeReader(r.status, readyWriter{ready: ready}))
 		statusDone <- string(b)
 	}()
+	if r.opts.Limits.Pids > 0 {
+		go func() {
+			select {
+			case <-ready:
+				if pid, err := p.Pid(); err == nil {
+					r.initOutOfPids(pid)
+				}
+			case <-done:
+			}
+		}()
+	}
 	if r.opts.Signals != nil {
 		go func() {
 			select {
@@ -438,6 +477,12 @@ func (r *run) cleanup() {
 		// Destroy kills what may still run, removes the cgroups and the
 		// state directory.
 		destroyContainer(r.container)
+	}
+	r.mu.Lock()
+	initCgroup := r.initCgroup
+	r.mu.Unlock()
+	if initCgroup != "" {
+		removeCgroup(initCgroup)
 	}
 	for _, c := range r.closers {
 		c.Close()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -441,15 +442,20 @@ func TestLimits(t *testing.T) {
 
 	t.Run("PidsLimit", func(t *testing.T) {
 		t.Parallel()
+		// The limit is the program's: perl and 9 children; in the first
+		// moments, before pid 1 has moved out, pid 1's allowance too.
 		o := run(t, sandbox.Options{
 			Workspace: ws,
 			Limits:    sandbox.Limits{Pids: 10},
-			Args:      []string{"sh", "-c", `n=0; for i in $(seq 20); do sleep 30 2>/dev/null & n=$((n+1)); done; ls /proc | grep -c '^[0-9]'; kill $(jobs -p) 2>/dev/null; exit 0`},
+			// Children that sleep, forked until fork fails; they die
+			// with the sandbox.
+			Args: []string{"perl", "-e", `my $n = 0; while ($n < 30) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 30; exit } $n++ } print "$n\n"`},
 		})
-		// At most 10: pid 1, the shell, and sleeps; ls and grep need
-		// room too, so fewer sleeps start.
-		if o.err != nil || !o.res.PidsLimited {
+		if o.err != nil || !o.res.PidsLimited || o.res.ExitCode != 0 {
 			t.Errorf("%v", o)
+		}
+		if n, _ := strconv.Atoi(strings.TrimSpace(o.stdout)); n < 9 || n > 9+12 {
+			t.Errorf("%d sleeps ran under a limit of 10 processes\n%v", n, o)
 		}
 	})
 

@@ -20,6 +20,11 @@ const (
 	idCount    = 65536
 )
 
+// initPids is what the pids limit allows the sandbox's pid 1 (its
+// threads, 5 here) on top of the program's limit until pid 1 has started
+// the program and moved to a pids cgroup of its own (initOutOfPids).
+const initPids = 12
+
 // cgroupParent is the cgroup (under every v1 controller) that holds one
 // cgroup per sandbox of a state directory: "computerfs-sandbox" for the
 // default one, with a hash of the directory for others, so that GC of one
@@ -131,7 +136,10 @@ func (r *run) resources() *specs.LinuxResources {
 		res.Memory = &specs.LinuxMemory{Limit: &l.Memory}
 	}
 	if l.Pids > 0 {
-		res.Pids = &specs.LinuxPids{Limit: &l.Pids}
+		// The limit is the program's: pid 1 (a Go program, several
+		// threads) comes on top.
+		limit := l.Pids + initPids
+		res.Pids = &specs.LinuxPids{Limit: &limit}
 	}
 	if l.CPU > 0 {
 		period := uint64(100000)

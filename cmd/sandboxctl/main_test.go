@@ -75,6 +75,9 @@ func (s *setup) run(t *testing.T, stdin string, args ...string) (int, string, st
 	t.Helper()
 	if len(args) > 0 && args[0] == "run" {
 		args = append([]string{"run", "--state-dir", s.state, "-w", s.ws}, args[1:]...)
+		if !sandbox.SeccompSupported { // go test without -tags seccomp
+			args = append([]string{"run", "--no-seccomp"}, args[1:]...)
+		}
 	}
 	return s.raw(t, stdin, args...)
 }
@@ -203,7 +206,7 @@ func TestKillAndGC(t *testing.T) {
 	s := newSetup(t)
 	token := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
 	start := func(token string) *exec.Cmd {
-		cmd := exec.Command(s.bin, "run", "--state-dir", s.state, "-w", s.ws, "--", "sleep", token)
+		cmd := exec.Command(s.bin, "run", "--no-seccomp="+fmt.Sprint(!sandbox.SeccompSupported), "--state-dir", s.state, "-w", s.ws, "--", "sleep", token)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
