@@ -1,0 +1,219 @@
+package shell
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+)
+
+// cmd is one run of a built-in command.
+type cmd struct {
+	ctx    context.Context
+	r      *run
+	hc     interp.HandlerContext
+	name   string
+	args   []string // args[0] is the name
+	dir    string
+	env    expand.Environ
+	stdin  io.Reader
+	out    *bufio.Writer
+	stderr io.Writer
+}
+
+type cmdFunc func(c *cmd) int
+
+// builtins are the commands of the fast path, besides the interpreter's
+// own (echo, printf, test, cd, pwd, true, false, read...).
+var builtins map[string]cmdFunc
+
+func register(fn cmdFunc, names ...string) {
+	if builtins == nil {
+		builtins = map[string]cmdFunc{}
+	}
+	for _, n := range names {
+		builtins[n] = fn
+	}
+}
+
+// IsBuiltin reports whether name is a command the fast path runs: one of
+// its built-in programs or a builtin of the interpreter.
+func IsBuiltin(name string) bool {
+	_, ok := builtins[name]
+	return ok || interp.IsBuiltin(name)
+}
+
+// Builtins lists the fast path's own commands.
+func Builtins() []string {
+	out := make([]string, 0, len(builtins))
+	for n := range builtins {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// commandName maps /usr/bin/ls and friends to ls.
+func commandName(arg string) string {
+	for _, dir := range []string{"/usr/local/sbin/", "/usr/local/bin/", "/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"} {
+		if n, ok := strings.CutPrefix(arg, dir); ok && !strings.Contains(n, "/") {
+			if _, ok := builtinPath(n); ok {
+				return n
+			}
+		}
+	}
+	return arg
+}
+
+func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
+	return func(ctx context.Context, args []string) error {
+		hc := interp.HandlerCtx(ctx)
+		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+			return err
+		}
+		name := commandName(args[0])
+		c := &cmd{ctx: ctx, r: r, hc: hc, name: name, args: append([]string{name}, args[1:]...),
+			dir: hc.Dir, env: hc.Env, stdin: hc.Stdin, stderr: hc.Stderr}
+		if c.stdin == nil {
+			c.stdin = strings.NewReader("")
+		}
+		c.out = bufio.NewWriterSize(hc.Stdout, 32<<10)
+		var code int
+		switch name {
+		case typeCmd:
+			code = r.typeBuiltin(c)
+		case errorCmd:
+			fmt.Fprintln(c.stderr, c.args[2])
+			code = 1
+			fmt.Sscan(c.args[1], &code)
+		case unsupportedCmd:
+			fmt.Fprintf(c.stderr, "bash: %s is not supported by the shell fast path\n", c.args[1])
+			code = 2
+		default:
+			fn, ok := builtins[name]
+			if !ok {
+				code = c.notFound(args[0])
+				break
+			}
+			code = fn(c)
+		}
+		c.out.Flush()
+		if code != 0 {
+			return interp.NewExitStatus(uint8(code))
+		}
+		return nil
+	}
+}
+
+// notFound is what running a command that is not built in gives.
+func (c *cmd) notFound(arg string) int {
+	if !strings.Contains(arg, "/") {
+		fmt.Fprintf(c.stderr, "bash: %s: command not found\n", arg)
+		return 127
+	}
+	fi, err := c.stat(arg)
+	switch {
+	case err != nil:
+		fmt.Fprintf(c.stderr, "bash: %s: %s\n", arg, errText(err))
+		return 127
+	case fi.IsDir():
+		fmt.Fprintf(c.stderr, "bash: %s: Is a directory\n", arg)
+		return 126
+	default:
+		fmt.Fprintf(c.stderr, "bash: %s: cannot execute: programs and scripts do not run on the shell fast path\n", arg)
+		return 126
+	}
+}
+
+// run runs another command (xargs, find -exec) with the given streams.
+func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
+	name := commandName(args[0])
+	if fn, ok := builtins[name]; ok {
+		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: append([]string{name}, args[1:]...),
+			dir: c.dir, env: c.env, stdin: stdin, stderr: c.stderr}
+		sub.out = bufio.NewWriterSize(stdout, 32<<10)
+		code := fn(sub)
+		sub.out.Flush()
+		return code
+	}
+	if c.ctx.Err() != nil {
+		return 1
+	}
+	switch name {
+	case "echo", "printf", "true", "false", "test", "[", "pwd", ":":
+		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: args, dir: c.dir, env: c.env,
+			stdin: stdin, stderr: c.stderr, out: bufio.NewWriter(stdout)}
+		code := simpleBuiltin(sub)
+		sub.out.Flush()
+		return code
+	}
+	return c.notFound(args[0])
+}
+
+// errorf prints "name: message" to stderr.
+func (c *cmd) errorf(format string, a ...any) {
+	c.out.Flush()
+	fmt.Fprintf(c.stderr, "%s: %s\n", c.name, fmt.Sprintf(format, a...))
+}
+
+// fail reports an error about a file: "name: file: No such file or directory".
+func (c *cmd) fail(file string, err error) {
+	c.errorf("%s: %s", file, errText(err))
+}
+
+// canceled reports whether the script is being stopped.
+func (c *cmd) canceled() bool { return c.ctx.Err() != nil }
+
+func (c *cmd) abs(p string) string { return absPath(c.dir, p) }
+
+func (c *cmd) stat(p string) (*fileInfo, error) { return c.r.sh.ns.stat(c.abs(p)) }
+
+func (c *cmd) lstat(p string) (*fileInfo, error) { return c.r.sh.ns.lstat(c.abs(p)) }
+
+func (c *cmd) readDir(p string) ([]dirEntry, error) { return c.r.sh.ns.readDir(c.abs(p)) }
+
+func (c *cmd) open(p string) (vfile, error) { return c.openFlags(p, O_RDONLY, 0) }
+
+func (c *cmd) openFlags(p string, flag int, perm uint32) (vfile, error) {
+	if p == "-" && flag == O_RDONLY {
+		return stdStream{r: c.stdin}, nil
+	}
+	return c.r.sh.ns.open(c.abs(p), flag, perm, c.stdin, c.out, c.stderr)
+}
+
+func (c *cmd) create(p string) (vfile, error) {
+	return c.openFlags(p, O_WRONLY|O_CREATE|O_TRUNC, 0o666)
+}
+
+// readFile reads all of p ("-" is stdin).
+func (c *cmd) readFile(p string) ([]byte, error) {
+	f, err := c.open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := c.stat(p); err == nil && fi.IsDir() && p != "-" {
+		return nil, syscall.EISDIR
+	}
+	return io.ReadAll(f)
+}
+
+func (c *cmd) now() time.Time { return c.r.sh.opts.Now() }
+
+func (c *cmd) getenv(name string) string { return c.env.Get(name).String() }
+
+// sortEntries sorts a listing by name.
+func sortEntries(e []dirEntry) {
+	sort.Slice(e, func(i, j int) bool { return e[i].name < e[j].name })
+}
+
+// isDirErr reports whether a file info is a directory.
+func isDir(fi fs.FileInfo) bool { return fi != nil && fi.IsDir() }

@@ -1,0 +1,455 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Namespace operations on absolute, cleaned paths.
+
+func (n *namespace) stat(abs string) (*fileInfo, error) {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		return nil, err
+	}
+	if virt {
+		return virtInfo(rel), nil
+	}
+	fi, err := b.stat(rel)
+	if err == nil && (rel == "" || rel == "/") {
+		fi.name = path.Base(abs)
+	}
+	return fi, err
+}
+
+func (n *namespace) lstat(abs string) (*fileInfo, error) {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		return nil, err
+	}
+	if virt {
+		return virtInfo(rel), nil
+	}
+	return b.lstat(rel)
+}
+
+func (n *namespace) readDir(abs string) ([]dirEntry, error) {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		return nil, err
+	}
+	if virt {
+		if !strings.HasSuffix(rel, "/") {
+			return nil, syscall.ENOTDIR
+		}
+		return virtDir(rel), nil
+	}
+	return b.readDir(rel)
+}
+
+// devNull reads nothing and swallows writes.
+type devNull struct{}
+
+func (devNull) Read([]byte) (int, error)          { return 0, io.EOF }
+func (devNull) Write(p []byte) (int, error)       { return len(p), nil }
+func (devNull) Close() error                      { return nil }
+func (devNull) Seek(int64, int) (int64, error)    { return 0, nil }
+func (devNull) ReadAt([]byte, int64) (int, error) { return 0, io.EOF }
+func (devNull) Truncate(int64) error              { return nil }
+
+type devZero struct{ devNull }
+
+func (devZero) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// stdStream is /dev/stdin, /dev/stdout or /dev/stderr of a command.
+type stdStream struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (s stdStream) Read(p []byte) (int, error) {
+	if s.r == nil {
+		return 0, syscall.EBADF
+	}
+	return s.r.Read(p)
+}
+
+func (s stdStream) Write(p []byte) (int, error) {
+	if s.w == nil {
+		return 0, syscall.EBADF
+	}
+	return s.w.Write(p)
+}
+
+func (stdStream) Close() error                      { return nil }
+func (stdStream) Seek(int64, int) (int64, error)    { return 0, syscall.ESPIPE }
+func (stdStream) ReadAt([]byte, int64) (int, error) { return 0, syscall.ESPIPE }
+func (stdStream) Truncate(int64) error              { return syscall.EINVAL }
+
+// open opens a path of the namespace; stdio gives /dev/std*.
+func (n *namespace) open(abs string, flag int, perm uint32, in io.Reader, out, errw io.Writer) (vfile, error) {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		if flag&O_CREATE != 0 && err == syscall.ENOENT {
+			err = syscall.EACCES // outside the namespace nothing can be made
+		}
+		return nil, err
+	}
+	if virt {
+		switch rel {
+		case "/dev/null":
+			return devNull{}, nil
+		case "/dev/zero":
+			return devZero{}, nil
+		case "/dev/stdin":
+			return stdStream{r: in}, nil
+		case "/dev/stdout":
+			return stdStream{w: out}, nil
+		case "/dev/stderr":
+			return stdStream{w: errw}, nil
+		}
+		if flag&(O_WRONLY|O_RDWR) != 0 {
+			return nil, syscall.EISDIR
+		}
+		return nil, syscall.EISDIR
+	}
+	return b.open(rel, flag, perm)
+}
+
+// two paths on one backend, or EXDEV.
+func (n *namespace) pair(a, b string) (backend, string, string, error) {
+	ba, ra, va, err := n.route(a)
+	if err != nil {
+		return nil, "", "", err
+	}
+	bb, rb, vb, err := n.route(b)
+	if err != nil {
+		if err == syscall.ENOENT {
+			err = syscall.EACCES
+		}
+		return nil, "", "", err
+	}
+	if va || vb {
+		return nil, "", "", syscall.EACCES
+	}
+	if ba != bb {
+		return nil, "", "", syscall.EXDEV
+	}
+	return ba, ra, rb, nil
+}
+
+// one path that is to be changed: virtual paths are read-only.
+func (n *namespace) writable(abs string) (backend, string, error) {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		if err == syscall.ENOENT {
+			err = syscall.EACCES
+		}
+		return nil, "", err
+	}
+	if virt || rel == "" || rel == "/" {
+		return nil, "", syscall.EACCES
+	}
+	return b, rel, nil
+}
+
+func (n *namespace) mkdir(abs string, perm uint32) error {
+	if _, _, virt, err := n.route(abs); err == nil && (virt || abs == wsRoot || abs == tmpRoot) {
+		return syscall.EEXIST
+	}
+	b, rel, err := n.writable(abs)
+	if err != nil {
+		return err
+	}
+	return b.mkdir(rel, perm)
+}
+
+func (n *namespace) remove(abs string) error {
+	b, rel, err := n.writable(abs)
+	if err != nil {
+		if _, _, _, err2 := n.route(abs); err2 == nil {
+			return syscall.EBUSY
+		}
+		return err
+	}
+	return b.remove(rel)
+}
+
+func (n *namespace) rename(a, b string) error {
+	be, ra, rb, err := n.pair(a, b)
+	if err != nil {
+		return err
+	}
+	if ra == "" || rb == "" || ra == "/" || rb == "/" {
+		return syscall.EBUSY
+	}
+	return be.rename(ra, rb)
+}
+
+func (n *namespace) link(a, b string) error {
+	be, ra, rb, err := n.pair(a, b)
+	if err != nil {
+		return err
+	}
+	return be.link(ra, rb)
+}
+
+func (n *namespace) symlink(target, abs string) error {
+	b, rel, err := n.writable(abs)
+	if err != nil {
+		return err
+	}
+	return b.symlink(target, rel)
+}
+
+func (n *namespace) readlink(abs string) (string, error) {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		return "", err
+	}
+	if virt {
+		return "", syscall.EINVAL
+	}
+	return b.readlink(rel)
+}
+
+func (n *namespace) chmod(abs string, mode uint32) error {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		return err
+	}
+	if virt {
+		return syscall.EPERM
+	}
+	return b.chmod(rel, mode)
+}
+
+func (n *namespace) chtimes(abs string, a, m time.Time) error {
+	b, rel, virt, err := n.route(abs)
+	if err != nil {
+		return err
+	}
+	if virt {
+		return syscall.EPERM
+	}
+	return b.chtimes(rel, a, m)
+}
+
+// The interpreter's handlers.
+
+func (r *run) openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	hc := interp.HandlerCtx(ctx)
+	abs := absPath(hc.Dir, p)
+	f, err := r.sh.ns.open(abs, flag, uint32(perm.Perm()), hc.Stdin, hc.Stdout, hc.Stderr)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: errno(err)}
+	}
+	return f, nil
+}
+
+func (r *run) statHandler(ctx context.Context, p string, follow bool) (fs.FileInfo, error) {
+	hc := interp.HandlerCtx(ctx)
+	abs := absPath(hc.Dir, p)
+	var fi *fileInfo
+	var err error
+	if follow {
+		fi, err = r.sh.ns.stat(abs)
+	} else {
+		fi, err = r.sh.ns.lstat(abs)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "stat", Path: p, Err: errno(err)}
+	}
+	return fi, nil
+}
+
+func (r *run) readDirHandler(ctx context.Context, p string) ([]fs.DirEntry, error) {
+	hc := interp.HandlerCtx(ctx)
+	abs := absPath(hc.Dir, p)
+	ents, err := r.sh.ns.readDir(abs)
+	if err != nil {
+		return nil, &os.PathError{Op: "readdir", Path: p, Err: errno(err)}
+	}
+	out := make([]fs.DirEntry, len(ents))
+	for i, e := range ents {
+		out[i] = entryInfo{e}
+	}
+	return out, nil
+}
+
+type entryInfo struct{ e dirEntry }
+
+func (d entryInfo) Name() string               { return d.e.name }
+func (d entryInfo) IsDir() bool                { return d.e.typ.IsDir() }
+func (d entryInfo) Type() fs.FileMode          { return d.e.typ }
+func (d entryInfo) Info() (fs.FileInfo, error) { return &fileInfo{name: d.e.name, mode: d.e.typ}, nil }
+
+// accessHandler answers test -r/-w/-x as root would: read and write are
+// allowed, execute needs an x bit (or a directory).
+func (r *run) accessHandler(ctx context.Context, p string, mode interp.AccessMode) error {
+	hc := interp.HandlerCtx(ctx)
+	fi, err := r.sh.ns.stat(absPath(hc.Dir, p))
+	if err != nil {
+		return &os.PathError{Op: "access", Path: p, Err: errno(err)}
+	}
+	if mode&interp.AccessExec != 0 && !fi.IsDir() && fi.mode.Perm()&0o111 == 0 {
+		return &os.PathError{Op: "access", Path: p, Err: syscall.EACCES}
+	}
+	return nil
+}
+
+// callHandler counts commands and steers the builtins that would look at
+// the host (type, command -v, source) to the namespace.
+func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) {
+	if n := r.commands.Add(1); r.maxCmds > 0 && n > r.maxCmds {
+		r.cancel(errCommandLimit)
+		return nil, errCommandLimit
+	}
+	switch args[0] {
+	case "type":
+		return append([]string{typeCmd, "type"}, args[1:]...), nil
+	case "command":
+		if len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
+			return append([]string{typeCmd, "command" + args[1]}, args[2:]...), nil
+		}
+	case "hash":
+		return []string{"true"}, nil
+	case "eval":
+		src := strings.Join(args[1:], " ")
+		f, err := parse(src)
+		if err != nil {
+			return args, nil // the builtin reports it
+		}
+		if what := unsupported(f); what != "" {
+			return []string{unsupportedCmd, what}, nil
+		}
+		rewriteSpecial(f)
+		var buf bytes.Buffer
+		syntax.NewPrinter().Print(&buf, f)
+		return []string{"eval", buf.String()}, nil
+	case "source", ".":
+		if len(args) < 2 {
+			return args, nil
+		}
+		hc := interp.HandlerCtx(ctx)
+		f, err := r.sh.ns.open(absPath(hc.Dir, args[1]), O_RDONLY, 0, nil, nil, nil)
+		if err != nil {
+			return []string{errorCmd, "1", fmt.Sprintf("bash: %s: %s", args[1], errText(err))}, nil
+		}
+		data, err := io.ReadAll(io.LimitReader(f, 16<<20))
+		f.Close()
+		if err != nil {
+			return []string{errorCmd, "1", fmt.Sprintf("bash: %s: %s", args[1], errText(err))}, nil
+		}
+		return r.callHandler(ctx, []string{"eval", string(data)})
+	}
+	return args, nil
+}
+
+// Internal commands the call handler rewrites to.
+const (
+	typeCmd        = "\x00type"
+	errorCmd       = "\x00error"
+	unsupportedCmd = "\x00unsupported"
+)
+
+// builtinPath is where a command claims to be.
+func builtinPath(name string) (string, bool) {
+	if _, ok := builtins[name]; ok {
+		return "/usr/bin/" + name, true
+	}
+	switch name {
+	case "echo", "printf", "test", "[", "true", "false", "pwd", "kill":
+		return "/usr/bin/" + name, true
+	}
+	return "", false
+}
+
+func (r *run) typeBuiltin(c *cmd) int {
+	mode := c.args[1]
+	names := c.args[2:]
+	if mode == "type" {
+		for len(names) > 0 && strings.HasPrefix(names[0], "-") {
+			switch names[0] {
+			case "-t":
+				mode = "type-t"
+			case "-p", "-P":
+				mode = "type-p"
+			case "--":
+			default:
+				c.errorf("%s: invalid option", names[0])
+				return 2
+			}
+			names = names[1:]
+		}
+	}
+	status := 0
+	for _, name := range names {
+		_, isFunc := r.runner.Funcs[name]
+		var kind, where string
+		switch {
+		case syntax.IsKeyword(name):
+			kind = "keyword"
+		case isFunc:
+			kind = "function"
+		case interp.IsBuiltin(name) && !slices.Contains([]string{"kill"}, name):
+			kind = "builtin"
+		default:
+			if p, ok := builtinPath(name); ok {
+				kind, where = "file", p
+			}
+		}
+		if mode == "type-p" && kind != "file" {
+			if kind == "" {
+				status = 1
+			}
+			continue
+		}
+		switch {
+		case kind == "":
+			status = 1
+			if mode == "type" {
+				fmt.Fprintf(c.stderr, "bash: type: %s: not found\n", name)
+			} else if mode == "command-V" {
+				fmt.Fprintf(c.stderr, "bash: command: %s: not found\n", name)
+			}
+		case mode == "type-t":
+			fmt.Fprintln(c.out, kind)
+		case mode == "type-p":
+			fmt.Fprintln(c.out, where)
+		case mode == "command-v":
+			if where != "" {
+				fmt.Fprintln(c.out, where)
+			} else {
+				fmt.Fprintln(c.out, name)
+			}
+		default:
+			switch kind {
+			case "keyword":
+				fmt.Fprintf(c.out, "%s is a shell keyword\n", name)
+			case "function":
+				fmt.Fprintf(c.out, "%s is a function\n", name)
+			case "builtin":
+				fmt.Fprintf(c.out, "%s is a shell builtin\n", name)
+			default:
+				fmt.Fprintf(c.out, "%s is %s\n", name, where)
+			}
+		}
+	}
+	return status
+}

@@ -1,0 +1,406 @@
+// Package shell is the shell fast path: an in-process interpreter
+// (mvdan.cc/sh) whose commands run directly on the workspace store.
+//
+// The interpreter sees one namespace, the same as the sandbox shows: the
+// workspace at /workspace (the default working directory), a private /tmp
+// and the special files /dev/null, /dev/zero, /dev/stdin, /dev/stdout and
+// /dev/stderr. Its open, stat, readdir, access and exec handlers work on
+// that namespace only: no host file, binary, environment variable or
+// process id reaches a script, and a command that is not built in fails
+// with status 127 instead of running a host program.
+//
+// /tmp lives in memory, one per Shell, bounded by Options.TmpLimit. It
+// is never written to the store, so it is not on the mount, not journaled
+// and leaves nothing behind after a crash; like the sandbox's tmpfs it
+// keeps its files from one Exec to the next for as long as the Shell lives.
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+// Open flags, as os.OpenFile takes them.
+const (
+	O_RDONLY = os.O_RDONLY
+	O_WRONLY = os.O_WRONLY
+	O_RDWR   = os.O_RDWR
+	O_APPEND = os.O_APPEND
+	O_CREATE = os.O_CREATE
+	O_EXCL   = os.O_EXCL
+	O_TRUNC  = os.O_TRUNC
+)
+
+// DefaultPath is $PATH in a clean environment. The built-in commands
+// claim to live in /usr/bin (what which and command -v say).
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Options configure a Shell.
+type Options struct {
+	// UID and GID are what $UID, $EUID and $GID say (default 0).
+	UID, GID uint32
+	// TmpLimit bounds the bytes held in /tmp (default 256 MiB).
+	TmpLimit int64
+	// Now, if set, replaces the clock for date (tests).
+	Now func() time.Time
+}
+
+// ExecOptions configure one Exec.
+type ExecOptions struct {
+	// Cwd is the working directory: absolute in the namespace, or relative
+	// to /workspace. Default /workspace.
+	Cwd string
+	// Env holds KEY=VALUE pairs added to the clean environment, which has
+	// only HOME=/workspace, PATH=DefaultPath, LANG=C.UTF-8 and
+	// TMPDIR=/tmp.
+	Env []string
+	// Stdin, Stdout and Stderr are the script's standard streams; nil is
+	// empty input and discarded output.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Timeout ends the script (status 124) when it has run that long; 0
+	// means no limit but the context's.
+	Timeout time.Duration
+	// MaxOutput bounds the bytes written to Stdout and Stderr together;
+	// past it output is cut, Result.Truncated is set and the script is
+	// stopped (status 125). 0 means DefaultMaxOutput, negative no limit.
+	MaxOutput int64
+	// MaxCommands bounds how many simple commands the script may run
+	// (then it is stopped with status 125). 0 means DefaultMaxCommands,
+	// negative no limit.
+	MaxCommands int64
+}
+
+// Defaults of ExecOptions.
+const (
+	DefaultMaxOutput   = 64 << 20
+	DefaultMaxCommands = 1_000_000
+)
+
+// Exit statuses of scripts that were stopped.
+const (
+	ExitTimeout = 124
+	ExitLimit   = 125
+)
+
+// Result is how a script ended.
+type Result struct {
+	ExitCode int
+	Duration time.Duration
+	// Truncated reports that output went past MaxOutput and was cut.
+	Truncated bool
+	// Stopped says why the script was stopped early: "timeout", "output
+	// limit", "command limit", "canceled", or "" if it ran to its end.
+	Stopped string
+}
+
+// Shell runs scripts on one workspace.
+type Shell struct {
+	fs   *wsfs.FS
+	opts Options
+	ns   *namespace
+	pid  atomic.Int64
+}
+
+// New returns a Shell on the workspace fs.
+func New(fs *wsfs.FS, opts Options) *Shell {
+	if opts.TmpLimit <= 0 {
+		opts.TmpLimit = 256 << 20
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Shell{fs: fs, opts: opts, ns: &namespace{ws: wsBackend{fs}, tmp: newMemFS(opts.TmpLimit)}}
+	s.pid.Store(100)
+	return s
+}
+
+// noFifoDir is what the interpreter takes for its temporary directory,
+// where it would make named pipes on the host: a path under /dev/null
+// can never exist, and the namespace never routes there either.
+const noFifoDir = "/dev/null/computerfs"
+
+// Variables that stand in for $$ and $PPID, which the interpreter would
+// take from the daemon.
+const (
+	pidVar  = "COMPUTERFS_SHELL_PID_"
+	ppidVar = "COMPUTERFS_SHELL_PPID_"
+)
+
+var (
+	errOutputLimit  = errors.New("output limit reached")
+	errCommandLimit = errors.New("command limit reached")
+)
+
+// run is the state of one Exec.
+type run struct {
+	sh       *Shell
+	runner   *interp.Runner
+	cancel   context.CancelCauseFunc
+	commands atomic.Int64
+	maxCmds  int64
+	out      *limitWriter
+}
+
+// Exec runs the script command. The error is for a failure of the shell
+// itself; a script that fails, does not parse or is stopped gives a Result
+// with its status.
+func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Result, error) {
+	start := time.Now()
+	res := Result{}
+	stdout, stderr := opts.Stdout, opts.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	max := opts.MaxOutput
+	if max == 0 {
+		max = DefaultMaxOutput
+	}
+	lw := &limitWriter{max: max}
+	outW, errW := lw.writer(stdout), lw.writer(stderr)
+
+	file, err := parse(command)
+	if err != nil {
+		fmt.Fprintf(errW, "bash: %v\n", err)
+		res.ExitCode, res.Duration = 2, time.Since(start)
+		return res, nil
+	}
+	if what := unsupported(file); what != "" {
+		fmt.Fprintf(errW, "bash: %s is not supported by the shell fast path\n", what)
+		res.ExitCode, res.Duration = 2, time.Since(start)
+		return res, nil
+	}
+	rewriteSpecial(file)
+
+	cwd := wsRoot
+	if opts.Cwd != "" {
+		cwd = absPath(wsRoot, opts.Cwd)
+		if len(cwd) > 1 {
+			cwd = strings.TrimSuffix(cwd, "/")
+		}
+	}
+	if fi, err := s.ns.stat(cwd); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return res, fmt.Errorf("working directory %s: %v", cwd, err)
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if opts.Timeout > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeoutCause(ctx, opts.Timeout, context.DeadlineExceeded)
+		defer c2()
+	}
+	lw.onFull = func() { cancel(errOutputLimit) }
+
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw}
+	if r.maxCmds == 0 {
+		r.maxCmds = DefaultMaxCommands
+	}
+	pid := s.pid.Add(1)
+	env := &startEnv{Environ: expand.ListEnviron(s.environ(opts.Env, pid)...), resetting: true}
+	stdin := opts.Stdin
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	runner, err := interp.New(
+		interp.Env(env),
+		interp.StdIO(stdin, outW, errW),
+		interp.OpenHandler(r.openHandler),
+		interp.StatHandler(r.statHandler),
+		interp.ReadDirHandler2(r.readDirHandler),
+		interp.AccessHandler(r.accessHandler),
+		interp.CallHandler(r.callHandler),
+		interp.ExecHandlers(r.execMiddleware),
+	)
+	if err != nil {
+		return res, err
+	}
+	r.runner = runner
+	runner.Dir = cwd
+	runner.Reset()
+	env.resetting = false
+
+	err = runner.Run(ctx, file)
+	lw.close()
+	res.Duration = time.Since(start)
+	res.Truncated = lw.truncated()
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errOutputLimit):
+		res.ExitCode, res.Stopped = ExitLimit, "output limit"
+	case errors.Is(cause, errCommandLimit) || errors.Is(err, errCommandLimit):
+		res.ExitCode, res.Stopped = ExitLimit, "command limit"
+	case errors.Is(cause, context.DeadlineExceeded):
+		res.ExitCode, res.Stopped = ExitTimeout, "timeout"
+	case errors.Is(cause, context.Canceled):
+		res.ExitCode, res.Stopped = 130, "canceled"
+	case err == nil:
+		res.ExitCode = 0
+	default:
+		if code, ok := interp.IsExitStatus(err); ok {
+			res.ExitCode = int(code)
+		} else {
+			fmt.Fprintf(errW, "bash: %v\n", err)
+			res.ExitCode = 1
+		}
+	}
+	return res, nil
+}
+
+// environ is the clean environment of a script.
+func (s *Shell) environ(extra []string, pid int64) []string {
+	env := []string{
+		"HOME=" + wsRoot,
+		"PATH=" + DefaultPath,
+		"LANG=C.UTF-8",
+		"TMPDIR=" + tmpRoot,
+		"SHELL=/bin/bash",
+		"USER=" + userName(s.opts.UID),
+		"UID=" + strconv.FormatUint(uint64(s.opts.UID), 10),
+		"EUID=" + strconv.FormatUint(uint64(s.opts.UID), 10),
+		"GID=" + strconv.FormatUint(uint64(s.opts.GID), 10),
+		"HOSTNAME=sandbox",
+	}
+	env = append(env, extra...)
+	// Not exported (no "export" attribute is possible in a list
+	// environment), but set: see rewriteSpecial.
+	env = append(env, pidVar+"="+strconv.FormatInt(pid, 10), ppidVar+"=1")
+	return env
+}
+
+func userName(uid uint32) string {
+	if uid == 0 {
+		return "root"
+	}
+	return "user"
+}
+
+// startEnv is the environment; while the runner resets, it tells the
+// interpreter a TMPDIR that can never exist (see noFifoDir), so that the
+// interpreter's own host temporary files are out of reach.
+type startEnv struct {
+	expand.Environ
+	resetting bool
+}
+
+func (e *startEnv) Get(name string) expand.Variable {
+	if name == "TMPDIR" && e.resetting {
+		return expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: noFifoDir}
+	}
+	return e.Environ.Get(name)
+}
+
+func (e *startEnv) Each(fn func(string, expand.Variable) bool) {
+	e.Environ.Each(func(name string, vr expand.Variable) bool {
+		if name == pidVar || name == ppidVar {
+			vr.Exported = false
+		}
+		return fn(name, vr)
+	})
+}
+
+func parse(command string) (*syntax.File, error) {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+}
+
+// unsupported names a construct the fast path refuses, or "".
+func unsupported(f *syntax.File) string {
+	what := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.ProcSubst:
+			what = "process substitution"
+		case *syntax.CoprocClause:
+			what = "coproc"
+		}
+		return what == ""
+	})
+	return what
+}
+
+// rewriteSpecial makes $$ and $PPID read the stand-in variables.
+func rewriteSpecial(f syntax.Node) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if pe, ok := n.(*syntax.ParamExp); ok && pe.Param != nil {
+			switch pe.Param.Value {
+			case "$":
+				pe.Param.Value = pidVar
+			case "PPID":
+				pe.Param.Value = ppidVar
+			}
+		}
+		return true
+	})
+}
+
+// limitWriter counts what the script writes to stdout and stderr
+// together, and cuts it at max bytes.
+type limitWriter struct {
+	mu     sync.Mutex
+	max    int64
+	n      int64
+	cut    bool
+	closed bool
+	onFull func()
+}
+
+type limitedStream struct {
+	lw *limitWriter
+	w  io.Writer
+}
+
+func (lw *limitWriter) writer(w io.Writer) io.Writer { return &limitedStream{lw, w} }
+
+func (lw *limitWriter) truncated() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.cut
+}
+
+func (lw *limitWriter) close() {
+	lw.mu.Lock()
+	lw.closed = true
+	lw.mu.Unlock()
+}
+
+func (s *limitedStream) Write(p []byte) (int, error) {
+	lw := s.lw
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.closed || lw.cut {
+		return 0, errOutputLimit
+	}
+	if lw.max > 0 && lw.n+int64(len(p)) > lw.max {
+		keep := lw.max - lw.n
+		n, _ := s.w.Write(p[:keep])
+		lw.n += int64(n)
+		lw.cut = true
+		if lw.onFull != nil {
+			lw.onFull()
+		}
+		return n, errOutputLimit
+	}
+	n, err := s.w.Write(p)
+	lw.n += int64(n)
+	return n, err
+}
