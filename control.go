@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
 )
 
@@ -21,6 +22,7 @@ import (
 // from the mount point through the mount's source.
 //
 //	GET  /v1/status    the workspace: mount point, store, pid, sources
+//	GET  /v1/log       journal records (?after=SEQ&since=TIME&path=P&limit=N)
 //	POST /v1/refresh   bring upstream changes in (sources.RefreshReport)
 
 const controlSocket = "control.sock"
@@ -55,6 +57,7 @@ func (w *Workspace) serveControl() error {
 	mux.HandleFunc("GET /v1/status", func(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, w.Status())
 	})
+	mux.HandleFunc("GET /v1/log", w.serveLog)
 	mux.HandleFunc("POST /v1/refresh", func(rw http.ResponseWriter, r *http.Request) {
 		rep, err := w.Refresh(r.Context())
 		if err != nil {
@@ -116,7 +119,7 @@ func (w *Workspace) Refresh(ctx context.Context) (sources.RefreshReport, error) 
 	}
 	w.refreshMu.Lock()
 	defer w.refreshMu.Unlock()
-	r := &sources.Refresher{FS: w.FS, Spec: w.spec, Log: w.log, HTTPClient: w.httpClient}
+	r := &sources.Refresher{FS: w.FS.As(kv.Actor{Entry: "refresh"}), Spec: w.spec, Log: w.log, HTTPClient: w.httpClient}
 	return r.Run(ctx)
 }
 
@@ -197,6 +200,6 @@ func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources
 		return sources.RefreshReport{}, errors.New("the store was not imported from a spec: no sources to refresh")
 	}
 	st.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
-	r := &sources.Refresher{FS: newFS(st), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
+	r := &sources.Refresher{FS: newFS(st).As(kv.Actor{Entry: "refresh"}), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
 	return r.Run(ctx)
 }

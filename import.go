@@ -136,7 +136,8 @@ func alreadyImported(dir string, opts ImportOptions) (bool, error) {
 }
 
 func importInto(ctx context.Context, stage string, opts ImportOptions) error {
-	st, err := kv.Open(stage, kv.Options{Logger: opts.Logger, MemTableSize: opts.MemTableSize, CacheSize: opts.CacheSize})
+	// No journal: what the sources hold is the starting point, not a change.
+	st, err := kv.Open(stage, kv.Options{Logger: opts.Logger, MemTableSize: opts.MemTableSize, CacheSize: opts.CacheSize, NoJournal: true})
 	if err != nil {
 		return err
 	}

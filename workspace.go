@@ -51,6 +51,7 @@ type Workspace struct {
 	srv        *fuse.Server
 	control    *http.Server
 	refreshMu  sync.Mutex // one refresh at a time
+	stopTrim   chan struct{}
 	log        *slog.Logger
 	closeOnce  sync.Once
 	closeErr   error
@@ -110,6 +111,8 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		w.Unmount()
 		return nil, err
 	}
+	w.stopTrim = make(chan struct{})
+	go trimMemory(w.stopTrim)
 	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid())
 	return w, nil
 }
@@ -124,6 +127,9 @@ func (w *Workspace) Wait() error {
 func (w *Workspace) closeStore() error {
 	w.closeOnce.Do(func() {
 		w.stopControl()
+		if w.stopTrim != nil {
+			close(w.stopTrim)
+		}
 		w.closeErr = w.Store.Close()
 		if w.closeErr != nil {
 			w.log.Error("closing store failed", "err", w.closeErr)

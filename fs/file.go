@@ -69,7 +69,7 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 			req.InGroup = inGroup(&in.Caller)
 		}
 		mode := a.Mode
-		if a, err = f.store.SetAttr(in.NodeId, req); err != nil {
+		if a, err = f.as(&in.InHeader).SetAttr(in.NodeId, req); err != nil {
 			return f.status("open", err)
 		}
 		if a.Mode != mode {
@@ -84,7 +84,7 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 // Create implements CREATE: a new regular file, opened.
 func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	mode := in.Mode&^kv.S_IFMT | kv.S_IFREG
-	a, err := f.store.Create(in.NodeId, name, kv.NewInode{Mode: mode, Uid: in.Uid, Gid: in.Gid})
+	a, err := f.as(&in.InHeader).Create(in.NodeId, name, kv.NewInode{Mode: mode, Uid: in.Uid, Gid: in.Gid})
 	if err != nil {
 		return f.status("create", err)
 	}
@@ -96,7 +96,7 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 
 // Tmpfile implements TMPFILE: open(2) with O_TMPFILE.
 func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
-	a, err := f.store.CreateTmpfile(in.NodeId, kv.NewInode{Mode: in.Mode, Uid: in.Uid, Gid: in.Gid})
+	a, err := f.as(&in.InHeader).CreateTmpfile(in.NodeId, kv.NewInode{Mode: in.Mode, Uid: in.Uid, Gid: in.Gid})
 	if err != nil {
 		return f.status("tmpfile", err)
 	}
@@ -125,11 +125,11 @@ func (f *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint3
 	var err error
 	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 { // the writer is not privileged
 		var cleared bool
-		if _, cleared, err = f.store.WriteKillPriv(in.NodeId, int64(in.Offset), data, inGroup(&in.Caller)); cleared {
+		if _, cleared, err = f.as(&in.InHeader).WriteKillPriv(in.NodeId, int64(in.Offset), data, inGroup(&in.Caller)); cleared {
 			f.invalidateAttr(in.NodeId)
 		}
 	} else {
-		_, err = f.store.Write(in.NodeId, int64(in.Offset), data)
+		_, err = f.as(&in.InHeader).Write(in.NodeId, int64(in.Offset), data)
 	}
 	if err != nil {
 		return 0, f.status("write", err)
@@ -169,7 +169,7 @@ func (f *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 
 // Fallocate implements FALLOCATE.
 func (f *FS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	_, err := f.store.Fallocate(in.NodeId, in.Mode, int64(in.Offset), int64(in.Length))
+	_, err := f.as(&in.InHeader).Fallocate(in.NodeId, in.Mode, int64(in.Offset), int64(in.Length))
 	return f.status("fallocate", err)
 }
 
@@ -235,12 +235,12 @@ func (f *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (u
 
 // SetXAttr implements SETXATTR.
 func (f *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
-	return f.status("setxattr", f.store.SetXattr(in.NodeId, name, data, in.Flags))
+	return f.status("setxattr", f.as(&in.InHeader).SetXattr(in.NodeId, name, data, in.Flags))
 }
 
 // RemoveXAttr implements REMOVEXATTR.
 func (f *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	return f.status("removexattr", f.store.RemoveXattr(h.NodeId, name))
+	return f.status("removexattr", f.as(h).RemoveXattr(h.NodeId, name))
 }
 
 // invalidateAttr tells the kernel to drop its cached attributes of ino: for

@@ -36,6 +36,7 @@ type FS struct {
 	nextFh  uint64
 
 	server *fuse.Server
+	actors actorCache
 }
 
 // handle is an open file or directory.
@@ -229,7 +230,7 @@ func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrO
 		req.Valid |= kv.SetCtime
 		req.Ctime = int64(in.Ctime)*1e9 + int64(in.Ctimensec)
 	}
-	a, err := f.store.SetAttr(in.NodeId, req)
+	a, err := f.as(&in.InHeader).SetAttr(in.NodeId, req)
 	if err != nil {
 		return f.status("setattr", err)
 	}
@@ -237,8 +238,8 @@ func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrO
 	return fuse.OK
 }
 
-func (f *FS) create(parent uint64, name string, n kv.NewInode, out *fuse.EntryOut) fuse.Status {
-	a, err := f.store.Create(parent, name, n)
+func (f *FS) create(h *fuse.InHeader, name string, n kv.NewInode, out *fuse.EntryOut) fuse.Status {
+	a, err := f.as(h).Create(h.NodeId, name, n)
 	if err != nil {
 		return f.status("create", err)
 	}
@@ -248,18 +249,18 @@ func (f *FS) create(parent uint64, name string, n kv.NewInode, out *fuse.EntryOu
 
 // Mknod implements MKNOD (regular files, fifos, sockets and device nodes).
 func (f *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	return f.create(in.NodeId, name, kv.NewInode{Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Rdev: in.Rdev}, out)
+	return f.create(&in.InHeader, name, kv.NewInode{Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Rdev: in.Rdev}, out)
 }
 
 // Mkdir implements MKDIR.
 func (f *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	mode := in.Mode&^kv.S_IFMT | kv.S_IFDIR
-	return f.create(in.NodeId, name, kv.NewInode{Mode: mode, Uid: in.Uid, Gid: in.Gid}, out)
+	return f.create(&in.InHeader, name, kv.NewInode{Mode: mode, Uid: in.Uid, Gid: in.Gid}, out)
 }
 
 // Symlink implements SYMLINK.
 func (f *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	return f.create(h.NodeId, name, kv.NewInode{Mode: kv.S_IFLNK | 0o777, Uid: h.Uid, Gid: h.Gid, Target: target}, out)
+	return f.create(h, name, kv.NewInode{Mode: kv.S_IFLNK | 0o777, Uid: h.Uid, Gid: h.Gid, Target: target}, out)
 }
 
 // Readlink implements READLINK.
@@ -273,7 +274,7 @@ func (f *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.St
 
 // Link implements LINK.
 func (f *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	a, err := f.store.Link(in.Oldnodeid, in.NodeId, name)
+	a, err := f.as(&in.InHeader).Link(in.Oldnodeid, in.NodeId, name)
 	if err != nil {
 		return f.status("link", err)
 	}
@@ -283,17 +284,17 @@ func (f *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fus
 
 // Unlink implements UNLINK.
 func (f *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	return f.status("unlink", f.store.Unlink(h.NodeId, name))
+	return f.status("unlink", f.as(h).Unlink(h.NodeId, name))
 }
 
 // Rmdir implements RMDIR.
 func (f *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	return f.status("rmdir", f.store.Rmdir(h.NodeId, name))
+	return f.status("rmdir", f.as(h).Rmdir(h.NodeId, name))
 }
 
 // Rename implements RENAME and RENAME2.
 func (f *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	return f.status("rename", f.store.Rename(in.NodeId, oldName, in.Newdir, newName, in.Flags))
+	return f.status("rename", f.as(&in.InHeader).Rename(in.NodeId, oldName, in.Newdir, newName, in.Flags))
 }
 
 // StatFs implements STATFS.

@@ -44,7 +44,7 @@ func blocksFor(n uint64) uint64 { return (n + 4095) / 4096 * 8 }
 // Write writes data at off, extending the file as needed, and returns the
 // new attributes.
 func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
-	a, _, err := s.write(ino, off, data, nil)
+	a, _, err := s.write(nil, ino, off, data, nil)
 	return a, err
 }
 
@@ -52,7 +52,7 @@ func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
 // setgid and file capabilities (see killPriv), and reports whether the mode
 // changed. inGroup tells whether the writer belongs to a group.
 func (s *Store) WriteKillPriv(ino uint64, off int64, data []byte, inGroup func(gid uint32) bool) (Attr, bool, error) {
-	return s.write(ino, off, data, inGroup)
+	return s.write(nil, ino, off, data, inGroup)
 }
 
 // killPriv clears what a write or truncate by an unprivileged user, or a
@@ -68,7 +68,7 @@ func killPriv(b *pebble.Batch, a *Attr, inGroup func(gid uint32) bool) {
 	b.Delete(xattrKey(a.Ino, "security.capability"), nil)
 }
 
-func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) bool) (a Attr, modeChanged bool, err error) {
+func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill func(gid uint32) bool) (a Attr, modeChanged bool, err error) {
 	if off < 0 {
 		return Attr{}, false, ErrInvalid
 	}
@@ -142,7 +142,7 @@ func (s *Store) write(ino uint64, off int64, data []byte, kill func(gid uint32) 
 	a.Size = max(a.Size, end)
 	a.Mtime, a.Ctime = ts, ts
 	b.Set(attrKey(ino), a.encode(), nil)
-	return a, modeChanged, s.commit(b)
+	return a, modeChanged, s.commitRecord(b, &Record{Op: JWrite, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
 }
 
 // Read reads from off into dst and returns the number of bytes read (short
@@ -243,6 +243,10 @@ func (s *Store) TouchAtime(ino uint64) error {
 
 // SetAttr applies req to ino and returns the new attributes.
 func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
+	return s.setAttr(nil, ino, req)
+}
+
+func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, error) {
 	if req.Valid&SetSize != 0 && req.Size != 0 {
 		if err := s.ensureLocal(ino); err != nil {
 			return Attr{}, err
@@ -311,7 +315,16 @@ func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
 		a.Ctime = req.Ctime
 	}
 	b.Set(attrKey(ino), a.encode(), nil)
-	return a, s.commit(b)
+	op := JSetattr
+	if req.Valid&SetSize != 0 {
+		op = JTruncate
+	}
+	return a, s.commitRecord(b, &Record{Op: op, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
+}
+
+// inoWhere is a Record's where for a change made by inode number.
+func (s *Store) inoWhere(ino uint64) func() (string, string) {
+	return func() (string, string) { return s.inoPath(ino), "" }
 }
 
 // truncate changes a's size to size, dropping the data past it so that a
@@ -428,6 +441,10 @@ const (
 // not reserved ahead), FallocKeepSize, FallocPunchHole|FallocKeepSize and
 // FallocZeroRange (optionally with FallocKeepSize).
 func (s *Store) Fallocate(ino uint64, mode uint32, off, length int64) (Attr, error) {
+	return s.fallocate(nil, ino, mode, off, length)
+}
+
+func (s *Store) fallocate(actor *Actor, ino uint64, mode uint32, off, length int64) (Attr, error) {
 	if off < 0 || length <= 0 {
 		return Attr{}, ErrInvalid
 	}
@@ -471,7 +488,7 @@ func (s *Store) Fallocate(ino uint64, mode uint32, off, length int64) (Attr, err
 	}
 	a.Ctime = now()
 	b.Set(attrKey(ino), a.encode(), nil)
-	return a, s.commit(b)
+	return a, s.commitRecord(b, &Record{Op: JFallocate, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
 }
 
 // zeroBytes makes [from, to) read as zeros: whole chunks are deleted, the

@@ -164,6 +164,7 @@ type rawState struct {
 	inodes              map[uint64]*rawInode
 	orphans             map[uint64]bool
 	format, next, count uint64
+	journal             []Record
 }
 
 func readRaw(t testing.TB, s *Store) *rawState {
@@ -202,6 +203,19 @@ func readRaw(t testing.TB, s *Store) *rawState {
 			default:
 				t.Errorf("unknown meta key %q", k)
 			}
+		case pfxJournal:
+			if len(k) != 9 {
+				t.Fatalf("journal key %q", k)
+			}
+			seq := binary.BigEndian.Uint64(k[1:])
+			r, err := decodeRecord(seq, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := uint64(len(st.journal) + 1); seq != want {
+				t.Fatalf("journal record %d where %d was due: a gap", seq, want)
+			}
+			st.journal = append(st.journal, r)
 		case pfxOrphan:
 			if len(k) != 9 {
 				t.Fatalf("orphan key %q", k)

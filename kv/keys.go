@@ -4,9 +4,10 @@ import "encoding/binary"
 
 // Key prefixes and per-inode key kinds; see the package comment.
 const (
-	pfxMeta   = 'M'
-	pfxInode  = 'I'
-	pfxOrphan = 'O'
+	pfxMeta    = 'M'
+	pfxInode   = 'I'
+	pfxOrphan  = 'O'
+	pfxJournal = 'J'
 
 	kindAttr    = 'a'
 	kindChunk   = 'c'

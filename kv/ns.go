@@ -146,6 +146,10 @@ func (s *Store) Parent(dir uint64) (uint64, error) {
 // Create makes a new inode of any type (file, directory, symlink, device,
 // fifo, socket) named name in dir.
 func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
+	return s.create(nil, dir, name, n)
+}
+
+func (s *Store) create(actor *Actor, dir uint64, name string, n NewInode) (Attr, error) {
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -214,7 +218,15 @@ func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
 	t.b.Set(backrefKey(a.Ino, dir, name), nil, nil)
 	t.b.Set(keyNextIno, u64(a.Ino+1), nil)
 	t.b.Set(keyInodes, u64(uint64(s.inodes.Load()+1)), nil)
-	if err := t.commit(); err != nil {
+	op := JCreate
+	switch typ {
+	case S_IFDIR:
+		op = JMkdir
+	case S_IFLNK:
+		op = JSymlink
+	}
+	rec := &Record{Op: op, Ino: a.Ino, Size: a.Size, where: func() (string, string) { return s.entryPath(dir, name), "" }}
+	if err := t.commitRecord(rec, actor); err != nil {
 		return Attr{}, err
 	}
 	s.nextIno++
@@ -253,6 +265,10 @@ func (s *Store) checkAbsent(dir uint64, name string) error {
 // O_TMPFILE in dir): an orphan until Link gives it a name, deleted on
 // Forget or at the next Open otherwise.
 func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
+	return s.createTmpfile(nil, dir, n)
+}
+
+func (s *Store) createTmpfile(actor *Actor, dir uint64, n NewInode) (Attr, error) {
 	n.Mode = n.Mode&^S_IFMT | S_IFREG
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
@@ -275,7 +291,8 @@ func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
 	b.Set(orphanKey(a.Ino), []byte{orphanLinkable}, nil)
 	b.Set(keyNextIno, u64(a.Ino+1), nil)
 	b.Set(keyInodes, u64(uint64(s.inodes.Load()+1)), nil)
-	if err := s.commit(b); err != nil {
+	rec := &Record{Op: JTmpfile, Ino: a.Ino, where: func() (string, string) { return s.entryPath(dir, "(unnamed)"), "" }}
+	if err := s.commitRecord(b, rec, actor); err != nil {
 		return Attr{}, err
 	}
 	s.nextIno++
@@ -289,7 +306,9 @@ func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
 const orphanLinkable = 1
 
 // Link gives inode ino the additional name name in dir.
-func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
+func (s *Store) Link(ino, dir uint64, name string) (Attr, error) { return s.link(nil, ino, dir, name) }
+
+func (s *Store) link(actor *Actor, ino, dir uint64, name string) (Attr, error) {
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -332,19 +351,20 @@ func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
 	t.touch(dir)
 	t.b.Set(direntKey(dir, name), encodeDirent(ino, a.Mode), nil)
 	t.b.Set(backrefKey(ino, dir, name), nil, nil)
-	if err := t.commit(); err != nil {
+	rec := &Record{Op: JLink, Ino: ino, where: func() (string, string) { return s.entryPath(dir, name), "" }}
+	if err := t.commitRecord(rec, actor); err != nil {
 		return Attr{}, err
 	}
 	return *a, nil
 }
 
 // Unlink removes the name of a non-directory.
-func (s *Store) Unlink(dir uint64, name string) error { return s.remove(dir, name, false) }
+func (s *Store) Unlink(dir uint64, name string) error { return s.remove(nil, dir, name, false) }
 
 // Rmdir removes an empty directory.
-func (s *Store) Rmdir(dir uint64, name string) error { return s.remove(dir, name, true) }
+func (s *Store) Rmdir(dir uint64, name string) error { return s.remove(nil, dir, name, true) }
 
-func (s *Store) remove(dir uint64, name string, isDir bool) error {
+func (s *Store) remove(actor *Actor, dir uint64, name string, isDir bool) error {
 	if name == "." {
 		return ErrInvalid
 	}
@@ -398,7 +418,11 @@ func (s *Store) remove(dir uint64, name string, isDir bool) error {
 	if isDir {
 		p.Nlink--
 	}
-	return t.commit()
+	op := JUnlink
+	if isDir {
+		op = JRmdir
+	}
+	return t.commitRecord(&Record{Op: op, Ino: ino, where: func() (string, string) { return s.entryPath(dir, name), "" }}, actor)
 }
 
 // dropLink takes one link away from ino (a name of it was removed or
@@ -485,6 +509,10 @@ func (s *Store) Forget(ino uint64) error {
 // Rename moves oldName in oldDir to newName in newDir, with the semantics of
 // renameat2(2) for flags 0, RenameNoReplace and RenameExchange.
 func (s *Store) Rename(oldDir uint64, oldName string, newDir uint64, newName string, flags uint32) error {
+	return s.rename(nil, oldDir, oldName, newDir, newName, flags)
+}
+
+func (s *Store) rename(actor *Actor, oldDir uint64, oldName string, newDir uint64, newName string, flags uint32) error {
 	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
 		return ErrInvalid
 	}
@@ -604,7 +632,7 @@ func (s *Store) Rename(oldDir uint64, oldName string, newDir uint64, newName str
 				np.Nlink--
 			}
 		}
-		return t.commit()
+		return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName), actor)
 	}
 
 	t.b.Delete(direntKey(oldDir, oldName), nil)
@@ -621,7 +649,13 @@ func (s *Store) Rename(oldDir uint64, oldName string, newDir uint64, newName str
 		op.Nlink--
 		np.Nlink++
 	}
-	return t.commit()
+	return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName), actor)
+}
+
+func renameRecord(s *Store, ino, oldDir uint64, oldName string, newDir uint64, newName string) *Record {
+	return &Record{Op: JRename, Ino: ino, where: func() (string, string) {
+		return s.entryPath(oldDir, oldName), s.entryPath(newDir, newName)
+	}}
 }
 
 // checkDir fails with ErrNotDir if ino is not a directory. The type of an

@@ -306,6 +306,10 @@ func (s *Store) ScanMeta(prefix string, fn func(name string, value []byte) bool)
 // untouched here): its old content is dropped and the new one is fetched
 // on first read. The origin's change time becomes the new ctime.
 func (s *Store) ReplaceRemote(ino uint64, size uint64, mtime int64, o Origin) (Attr, error) {
+	return s.replaceRemote(nil, ino, size, mtime, o)
+}
+
+func (s *Store) replaceRemote(actor *Actor, ino uint64, size uint64, mtime int64, o Origin) (Attr, error) {
 	if size > MaxFileSize {
 		return Attr{}, ErrFileTooLarge
 	}
@@ -333,5 +337,5 @@ func (s *Store) ReplaceRemote(ino uint64, size uint64, mtime int64, o Origin) (A
 	o.Ctime = ts
 	b.Set(attrKey(ino), a.encode(), nil)
 	b.Set(originKey(ino), o.encode(), nil)
-	return a, s.commit(b)
+	return a, s.commitRecord(b, &Record{Op: JRefresh, Ino: ino, Size: size, where: s.inoWhere(ino)}, actor)
 }

@@ -66,6 +66,10 @@ type Options struct {
 	SyncInterval time.Duration
 	// Logger receives Pebble's messages and the store's own (default slog.Default()).
 	Logger *slog.Logger
+	// NoJournal keeps no journal of changes: for an import into a new
+	// store (what a source holds is not a change) and for measuring the
+	// journal's cost.
+	NoJournal bool
 }
 
 // Store is an open computerfs store. Its methods are safe for concurrent use.
@@ -91,6 +95,7 @@ type Store struct {
 
 	fetcher atomic.Pointer[Fetcher]
 	fetchState
+	journalState
 
 	dirty     atomic.Bool // operations committed since the last flush
 	unsynced  atomic.Bool // operations committed since the last sync
@@ -131,6 +136,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.journalOff = opts.NoJournal
 	s.fetches = make(map[uint64]*fetchCall)
 	if err := s.openDB(opts, fresh); err != nil {
 		lock.Close()
@@ -265,7 +271,10 @@ func (s *Store) loadMeta() error {
 		if empty, err := s.isEmpty(); err != nil {
 			return err
 		} else if empty {
-			return s.initialize()
+			if err := s.initialize(); err != nil {
+				return err
+			}
+			return s.loadJournal()
 		}
 		return fmt.Errorf("store %s: %w (a database without a format version)", s.dir, ErrNotStore)
 	case err != nil:
@@ -286,6 +295,9 @@ func (s *Store) loadMeta() error {
 		return fmt.Errorf("store %s: inode count: %w", s.dir, err)
 	}
 	s.inodes.Store(int64(n))
+	if err := s.loadJournal(); err != nil {
+		return err
+	}
 	return s.purgeOrphans()
 }
 

@@ -69,12 +69,13 @@ func (t *txn) forget(ino uint64) {
 	delete(t.attrs, ino)
 }
 
-// commit writes the changed attributes and commits the batch.
-func (t *txn) commit() error {
+// commitRecord writes the changed attributes and commits the batch with
+// its journal record.
+func (t *txn) commitRecord(rec *Record, actor *Actor) error {
 	for _, ino := range t.dirty {
 		t.b.Set(attrKey(ino), t.attrs[ino].encode(), nil)
 	}
-	return t.s.commit(t.b)
+	return t.s.commitRecord(t.b, rec, actor)
 }
 
 func (t *txn) close() { t.b.Close() }

@@ -79,6 +79,10 @@ func (s *Store) ListXattr(ino uint64) ([]string, error) {
 
 // SetXattr sets an extended attribute; flags is 0, XattrCreate or XattrReplace.
 func (s *Store) SetXattr(ino uint64, name string, value []byte, flags uint32) error {
+	return s.setXattr(nil, ino, name, value, flags)
+}
+
+func (s *Store) setXattr(actor *Actor, ino uint64, name string, value []byte, flags uint32) error {
 	if err := checkXattrName(name); err != nil {
 		return err
 	}
@@ -110,11 +114,13 @@ func (s *Store) SetXattr(ino uint64, name string, value []byte, flags uint32) er
 	defer b.Close()
 	b.Set(xattrKey(ino, name), value, nil)
 	b.Set(attrKey(ino), a.encode(), nil)
-	return s.commit(b)
+	return s.commitRecord(b, xattrRecord(s, JSetxattr, ino, name), actor)
 }
 
 // RemoveXattr removes an extended attribute.
-func (s *Store) RemoveXattr(ino uint64, name string) error {
+func (s *Store) RemoveXattr(ino uint64, name string) error { return s.removeXattr(nil, ino, name) }
+
+func (s *Store) removeXattr(actor *Actor, ino uint64, name string) error {
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	if _, err := s.GetXattr(ino, name); err != nil {
@@ -129,7 +135,12 @@ func (s *Store) RemoveXattr(ino uint64, name string) error {
 	defer b.Close()
 	b.Delete(xattrKey(ino, name), nil)
 	b.Set(attrKey(ino), a.encode(), nil)
-	return s.commit(b)
+	return s.commitRecord(b, xattrRecord(s, JRemovexattr, ino, name), actor)
+}
+
+// xattrRecord journals a change of an extended attribute: Path2 is its name.
+func xattrRecord(s *Store, op JournalOp, ino uint64, name string) *Record {
+	return &Record{Op: op, Ino: ino, where: func() (string, string) { return s.inoPath(ino), name }}
 }
 
 // StatFs describes the store's capacity: space is that of the file system

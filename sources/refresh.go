@@ -197,7 +197,7 @@ func (r *Refresher) refreshS3(ctx context.Context, idx int, src *spec.Source, re
 		case here:
 			o2 := loc.origin
 			o2.ID = o.etag
-			if _, err := st.ReplaceRemote(loc.attr.Ino, uint64(o.size), o.mtime.UnixNano(), o2); err != nil {
+			if _, err := r.FS.Session().ReplaceRemote(loc.attr.Ino, uint64(o.size), o.mtime.UnixNano(), o2); err != nil {
 				return err
 			}
 			r.notifyChanged(loc.attr.Ino)

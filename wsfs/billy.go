@@ -54,7 +54,7 @@ func (b *Billy) OpenFile(name string, flag int, perm os.FileMode) (billy.File, e
 	if err != nil {
 		return nil, err
 	}
-	return &billyFile{File: f, shown: name, locks: &b.fs.locks}, nil
+	return &billyFile{File: f, shown: name, locks: b.fs.locks}, nil
 }
 
 // modeBits maps os.FileMode's setuid, setgid and sticky bits to mode bits.

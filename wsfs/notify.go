@@ -31,7 +31,7 @@ func (f *FS) entryChanged(dir uint64, name string) {
 // The store's operations, each followed by its notification.
 
 func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
-	a, err := f.s.Create(dir, name, n)
+	a, err := f.ses().Create(dir, name, n)
 	if err == nil {
 		f.entryChanged(dir, name)
 	}
@@ -39,7 +39,7 @@ func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
 }
 
 func (f *FS) kvUnlink(dir uint64, name string) error {
-	err := f.s.Unlink(dir, name)
+	err := f.ses().Unlink(dir, name)
 	if err == nil {
 		f.entryChanged(dir, name)
 	}
@@ -47,7 +47,7 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 }
 
 func (f *FS) kvRmdir(dir uint64, name string) error {
-	err := f.s.Rmdir(dir, name)
+	err := f.ses().Rmdir(dir, name)
 	if err == nil {
 		f.entryChanged(dir, name)
 	}
@@ -55,7 +55,7 @@ func (f *FS) kvRmdir(dir uint64, name string) error {
 }
 
 func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName string) error {
-	err := f.s.Rename(oldDir, oldName, newDir, newName, 0)
+	err := f.ses().Rename(oldDir, oldName, newDir, newName, 0)
 	if err == nil {
 		f.entryChanged(oldDir, oldName)
 		f.entryChanged(newDir, newName)
@@ -64,7 +64,7 @@ func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName stri
 }
 
 func (f *FS) kvLink(ino, dir uint64, name string) error {
-	_, err := f.s.Link(ino, dir, name)
+	_, err := f.ses().Link(ino, dir, name)
 	if err == nil {
 		f.changed(ino)
 		f.entryChanged(dir, name)
@@ -73,7 +73,7 @@ func (f *FS) kvLink(ino, dir uint64, name string) error {
 }
 
 func (f *FS) kvSetAttr(ino uint64, req kv.SetAttrRequest) (kv.Attr, error) {
-	a, err := f.s.SetAttr(ino, req)
+	a, err := f.ses().SetAttr(ino, req)
 	if err == nil {
 		f.changed(ino)
 	}
@@ -81,12 +81,24 @@ func (f *FS) kvSetAttr(ino uint64, req kv.SetAttrRequest) (kv.Attr, error) {
 }
 
 func (f *FS) kvWrite(ino uint64, off int64, p []byte) error {
-	_, err := f.s.Write(ino, off, p)
+	_, err := f.ses().Write(ino, off, p)
 	if err == nil {
 		f.changed(ino)
 	}
 	return err
 }
+
+// As returns the workspace for another actor: the same store, owner and
+// notifier, with changes journaled as a's.
+func (f *FS) As(a kv.Actor) *FS {
+	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a}
+}
+
+// Session is the store as the FS's actor, for changes wsfs has no call
+// for.
+func (f *FS) Session() kv.Session { return f.ses() }
+
+func (f *FS) ses() kv.Session { return f.s.As(f.actor) }
 
 // Notifier returns the notifier SetNotifier installed, or nil.
 func (f *FS) Notifier() Notifier { return f.notify }

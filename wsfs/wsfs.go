@@ -35,8 +35,9 @@ type FS struct {
 	s      *kv.Store
 	owner  Owner
 	umask  uint32
-	locks  inodeLocks // of billy files
+	locks  *inodeLocks // of billy files
 	notify Notifier
+	actor  *kv.Actor // journaled as the author of changes
 
 	// With exclusive use (SetExclusive), directories resolved without
 	// following links are remembered by path.
@@ -76,7 +77,11 @@ func (f *FS) forgetDirs() {
 type Owner struct{ UID, GID uint32 }
 
 // New returns the workspace in s; new files belong to owner.
-func New(s *kv.Store, owner Owner) *FS { return &FS{s: s, owner: owner, umask: 0o022} }
+// Changes are journaled as made by the entry point "daemon" until As
+// names another actor.
+func New(s *kv.Store, owner Owner) *FS {
+	return &FS{s: s, owner: owner, umask: 0o022, locks: new(inodeLocks), actor: &kv.Actor{Entry: "daemon"}}
+}
 
 // Store returns the store.
 func (f *FS) Store() *kv.Store { return f.s }

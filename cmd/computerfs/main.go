@@ -28,6 +28,7 @@ Usage:
   computerfs refresh -w MOUNTPOINT | --store DIR    bring upstream changes into untouched paths
                                                     (exit 3: some paths kept for their local edits)
   computerfs status -w MOUNTPOINT                   the workspace's daemon and sources
+  computerfs log -w MOUNTPOINT | --store DIR        the journal of changes (--since, --path, --json, --follow)
   computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
   computerfs fsck --store DIR                       check a store's consistency (not while mounted)
   computerfs bench [flags] NAME=DIR...              benchmark directories against each other
@@ -78,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdRefresh(args[1:], stdout, stderr)
 	case "status":
 		return cmdStatus(args[1:], stdout, stderr)
+	case "log":
+		return cmdLog(args[1:], stdout, stderr)
 	case "unmount", "umount":
 		return cmdUnmount(args[1:], stderr)
 	case "fsck":

@@ -1,0 +1,133 @@
+package kv
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func journal(t *testing.T, s *Store, after uint64) []string {
+	t.Helper()
+	var out []string
+	if err := s.ReadJournal(after, func(r Record) bool {
+		out = append(out, r.String())
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func wantJournal(t *testing.T, s *Store, after uint64, want ...string) {
+	t.Helper()
+	got := journal(t, s, after)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("journal after %d:\n%s\nwant\n%s", after, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestJournalRecordsEveryChange(t *testing.T) {
+	s := newStore(t)
+	vim := &Actor{Pid: 42, Uid: 1000, Gid: 1000, Comm: "vim"}
+	x := s.As(vim)
+	d := must[Attr](t, "mkdir")(x.Create(RootIno, "src", NewInode{Mode: S_IFDIR | 0o755}))
+	f := must[Attr](t, "create")(x.Create(d.Ino, "a.go", NewInode{Mode: S_IFREG | 0o644}))
+	for i := range 100 { // many writes, one record
+		must[Attr](t, "write")(x.Write(f.Ino, int64(i*10), []byte("0123456789")))
+	}
+	must[Attr](t, "symlink")(x.Create(RootIno, "l", NewInode{Mode: S_IFLNK | 0o777, Target: "src/a.go"}))
+	must[Attr](t, "link")(x.Link(f.Ino, d.Ino, "z-hard")) // the first name stays a.go
+	must[Attr](t, "chmod")(x.SetAttr(f.Ino, SetAttrRequest{Valid: SetMode, Mode: 0o600}))
+	must[Attr](t, "truncate")(x.SetAttr(f.Ino, SetAttrRequest{Valid: SetSize, Size: 5}))
+	if err := x.SetXattr(f.Ino, "user.k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.RemoveXattr(f.Ino, "user.k"); err != nil {
+		t.Fatal(err)
+	}
+	must[Attr](t, "fallocate")(x.Fallocate(f.Ino, 0, 0, 100))
+	sh := s.As(&Actor{Entry: "shell", Request: "r1"})
+	if err := sh.Rename(RootIno, "src", RootIno, "lib", 0); err != nil {
+		t.Fatal(err)
+	}
+	must[Attr](t, "write")(sh.Write(f.Ino, 0, []byte("x"))) // path after the directory moved
+	if err := sh.Unlink(d.Ino, "z-hard"); err != nil {
+		t.Fatal(err)
+	}
+	must[Attr](t, "mkdir")(sh.Create(RootIno, "empty", NewInode{Mode: S_IFDIR | 0o755}))
+	if err := sh.Rmdir(RootIno, "empty"); err != nil {
+		t.Fatal(err)
+	}
+	must[Attr](t, "plain write")(s.Write(f.Ino, 0, []byte("y")))
+	by := " by pid 42 (vim) uid 1000"
+	wantJournal(t, s, 0,
+		"1 mkdir /src"+by,
+		"2 create /src/a.go"+by,
+		"3 write /src/a.go size=1000"+by,
+		"4 symlink /l"+by,
+		"5 link /src/z-hard"+by,
+		"6 setattr /src/a.go"+by,
+		"7 truncate /src/a.go size=5"+by,
+		"8 setxattr /src/a.go -> user.k"+by,
+		"9 removexattr /src/a.go -> user.k"+by,
+		"10 fallocate /src/a.go size=100"+by,
+		"11 rename /src -> /lib by shell #r1",
+		"12 write /lib/a.go size=100 by shell #r1",
+		"13 unlink /lib/z-hard by shell #r1",
+		"14 mkdir /empty by shell #r1",
+		"15 rmdir /empty by shell #r1",
+		"16 write /lib/a.go size=100 by store",
+	)
+	if s.LastSeq() != 16 {
+		t.Fatalf("LastSeq %d", s.LastSeq())
+	}
+	s = reopen(t, s)
+	must[Attr](t, "create")(s.Create(RootIno, "after", NewInode{Mode: S_IFREG}))
+	wantJournal(t, s, 16, "17 create /after by store")
+	checkInvariants(t, s, checkOpts{})
+}
+
+func TestJournalWritesJoinOnlyWhenConsecutive(t *testing.T) {
+	s := newStore(t)
+	a := mkfile(t, s, RootIno, "a")
+	b := mkfile(t, s, RootIno, "b")
+	me, other := s.As(&Actor{Pid: 1}), s.As(&Actor{Pid: 2})
+	for _, w := range []struct {
+		x   Session
+		ino uint64
+	}{{me, a.Ino}, {me, a.Ino}, {me, b.Ino}, {me, a.Ino}, {other, a.Ino}, {other, a.Ino}} {
+		must[Attr](t, "write")(w.x.Write(w.ino, 0, []byte("data")))
+	}
+	got := journal(t, s, 2)
+	if len(got) != 4 {
+		t.Fatalf("journal:\n%s\nwant 4 write records: a, b, a, a by another", strings.Join(got, "\n"))
+	}
+}
+
+func TestJournalOff(t *testing.T) {
+	o := quietOptions()
+	o.NoJournal = true
+	s, err := Open(t.TempDir()+"/s", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mkfile(t, s, RootIno, "f")
+	if n := len(journal(t, s, 0)); n != 0 {
+		t.Fatalf("%d records with the journal off", n)
+	}
+}
+
+func TestRecordEncoding(t *testing.T) {
+	r := Record{Seq: 9, Time: -1, Op: JRename, Ino: 1 << 60, Path: "/a b", Path2: "/ü",
+		Size: 12345, Actor: Actor{Pid: 1, Uid: 2, Gid: 3, Comm: "c", Sandbox: "sb", Entry: "tool:write", Request: "q"}}
+	got, err := decodeRecord(9, r.encode())
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(r) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for _, b := range [][]byte{nil, {2, 1}, {1}, r.encode()[:10], append(r.encode(), 0)} {
+		if _, err := decodeRecord(1, b); err == nil {
+			t.Fatalf("decodeRecord(%x) accepted", b)
+		}
+	}
+}
