@@ -3,6 +3,7 @@ package shell
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -56,6 +57,9 @@ func simpleBuiltin(c *cmd) int {
 }
 
 func cmdTrueish(c *cmd) int { return 0 }
+
+// errSilent fails an input that the command reported already.
+var errSilent = errors.New("reported")
 
 // cmdEcho is bash's echo (for xargs and find -exec).
 func cmdEcho(c *cmd) int {
@@ -205,6 +209,10 @@ func (c *cmd) eachInput(files []string, fn func(name string, r io.Reader) error)
 			defer file.Close()
 		}
 		if err := fn(f, r); err != nil {
+			if err == errSilent {
+				status = 1
+				continue
+			}
 			if err == errOutputLimit || errno(err) == syscall.EPIPE {
 				return 1
 			}
