@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -270,5 +271,49 @@ func TestKillAndGC(t *testing.T) {
 	}
 	if left := containers(); len(left) != 0 {
 		t.Errorf("containers left after a normal end: %v", left)
+	}
+}
+
+// TestJournalNamesSandbox: a change made in a sandbox is journaled with
+// the sandbox it came from, the program and its host uid.
+func TestJournalNamesSandbox(t *testing.T) {
+	s := newSetup(t)
+	if code, _, stderr := s.run(t, "", "run", "--", "sh", "-c", "echo data > from-sandbox"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.WriteFile(filepath.Join(s.ws, "from-host"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testmount.Binary(t), "log", "-w", s.ws, "--json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("computerfs log: %v\n%s", err, out)
+	}
+	var sandboxed, host bool
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var e struct {
+			Op, Path string
+			Actor    struct {
+				Uid           uint32
+				Comm, Sandbox string
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		switch {
+		case e.Op == "create" && e.Path == "/from-sandbox":
+			sandboxed = e.Actor.Sandbox != "" && e.Actor.Uid == 101000 && e.Actor.Comm == "sh"
+			if !sandboxed {
+				t.Errorf("sandbox write journaled as %+v", e.Actor)
+			}
+		case e.Op == "create" && e.Path == "/from-host":
+			host = e.Actor.Sandbox == "" && e.Actor.Uid == 0
+			if !host {
+				t.Errorf("host write journaled as %+v", e.Actor)
+			}
+		}
+	}
+	if !sandboxed || !host {
+		t.Fatalf("journal lacks the writes:\n%s", out)
 	}
 }
