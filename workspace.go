@@ -36,6 +36,8 @@ type MountOptions struct {
 	Logger       *slog.Logger
 	// HTTPClient fetches lazy S3 files (nil: the SDK's, with timeouts).
 	HTTPClient *http.Client
+	// NoJournal keeps no journal: for measuring what the journal costs.
+	NoJournal bool
 }
 
 // Workspace is a mounted store.
@@ -59,7 +61,7 @@ type Workspace struct {
 
 // openStore opens a workspace's store with the options' tuning.
 func openStore(dir string, opts MountOptions) (*kv.Store, error) {
-	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, Logger: opts.Logger})
+	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, Logger: opts.Logger, NoJournal: opts.NoJournal})
 }
 
 // newFS returns the store by path; files made through it belong to the

@@ -7,6 +7,8 @@
 #   loopback    go-fuse's loopback example, over a second directory on disk
 #   computerfs  a computerfs mount (skipped, with a message, until
 #               ./cmd/computerfs exists)
+#   nojournal   a computerfs mount without its journal (--no-journal), to
+#               measure what the journal costs (the computerfs/nojournal column)
 # runs `computerfs bench` (or ./bench/cmd until the CLI has it) on them,
 # prints the Markdown table and writes it to bench/results.md (with --json,
 # the JSON to bench/results.json; or to $BENCH_OUT), and tears everything
@@ -23,7 +25,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 BIN=$ROOT/bin
 OUT=${BENCH_OUT:-$ROOT/bench/results.md}
-WANT=" ${BENCH_TARGETS:-tmpfs disk loopback computerfs} "
+WANT=" ${BENCH_TARGETS:-tmpfs disk loopback computerfs nojournal} "
 want() { [[ $WANT == *" $1 "* ]]; }
 for arg in "$@"; do
 	case $arg in --json | -json) OUT=${BENCH_OUT:-$ROOT/bench/results.json} ;; esac
@@ -74,6 +76,7 @@ done
 
 LB_PID=
 CFS_MOUNTED=
+NJ_MOUNTED=
 RUN_PID=
 cleanup() {
 	local status=$?
@@ -84,6 +87,9 @@ cleanup() {
 	fi
 	if [ -n "$CFS_MOUNTED" ] && is_mounted "$WORK/computerfs"; then
 		"$BIN/computerfs" unmount "$WORK/computerfs" || fusermount -u -z "$WORK/computerfs"
+	fi
+	if [ -n "$NJ_MOUNTED" ] && is_mounted "$WORK/nojournal"; then
+		"$BIN/computerfs" unmount "$WORK/nojournal" || fusermount -u -z "$WORK/nojournal"
 	fi
 	if [ -n "$LB_PID" ]; then
 		kill -TERM "$LB_PID" 2>/dev/null
@@ -106,7 +112,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 log "work directory $WORK ($(stat -f -c %T "$WORK"))"
-mkdir -p "$BIN" "$WORK"/{tmpfs,disk,loopback,loopback.orig,computerfs,computerfs.store}
+mkdir -p "$BIN" "$WORK"/{tmpfs,disk,loopback,loopback.orig,computerfs,computerfs.store,nojournal,nojournal.store}
 
 # Build.
 log "building go-fuse's loopback example"
@@ -170,6 +176,18 @@ if [ -n "$HAVE_CFS" ]; then
 		fi
 	else
 		log "computerfs mount failed: skipping the computerfs target"
+	fi
+fi
+
+if [ -n "$HAVE_CFS" ] && want nojournal; then
+	if out=$("$BIN/computerfs" mount --background --no-journal --store "$WORK/nojournal.store" "$WORK/nojournal") &&
+		NJ_MOUNTED=1 && wait_mounted "$WORK/nojournal"; then
+		TARGETS+=("nojournal=$WORK/nojournal")
+		want computerfs && FLAGS+=(--ratio computerfs/nojournal)
+		pid=$(printf '%s\n' "$out" | tail -n 1)
+		[[ $pid =~ ^[0-9]+$ ]] && FLAGS+=(--pid "nojournal=$pid")
+	else
+		log "computerfs mount --no-journal failed: skipping the nojournal target"
 	fi
 fi
 

@@ -141,6 +141,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
 	memtableMiB := fset.Int64("memtable-size", 64, "largest Pebble memtable in MiB: up to two are in memory while big files are written (32 saves ~80 MiB of peak memory for ~10% of write throughput)")
 	debug := fset.Bool("debug", false, "log every FUSE request")
+	noJournal := fset.Bool("no-journal", false, "benchmarks only: keep no journal of changes (nothing can be audited or synced)")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fset.String("log-format", "text", "log format: text or json")
 	logFile := fset.String("log-file", "", "with --background, the daemon's log file (default STORE/daemon.log)")
@@ -185,7 +186,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	ready := readyReporter(*readyFD)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private,
-		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, Debug: *debug, Logger: log,
+		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, Debug: *debug, Logger: log, NoJournal: *noJournal,
 	})
 	if err != nil {
 		ready(err)
