@@ -17,7 +17,8 @@ import (
 // a non-directory's link count is its number of names; a directory has one
 // name (the root none) and 2 + subdirectories links; an inode without names
 // is an orphan; no data lies past a file's size; a symlink has a target;
-// the inode counter is above every inode and the inode count is right.
+// the inode counter is above every inode and the inode count is right;
+// journal records decode and are numbered from 1 without gaps.
 func (s *Store) Check(limit int) ([]string, error) {
 	var problems []string
 	report := func(format string, args ...any) {
@@ -157,6 +158,9 @@ func (s *Store) Check(limit int) ([]string, error) {
 	if err := it.Error(); err != nil {
 		return problems, err
 	}
+	if err := s.checkJournal(report); err != nil {
+		return problems, err
+	}
 	if n, err := s.getUint64(keyInodes); err != nil || n != count {
 		report("inode count %d (err %v), found %d", n, err, count)
 	}
@@ -164,4 +168,28 @@ func (s *Store) Check(limit int) ([]string, error) {
 		report("next inode %d (err %v), highest inode %d", n, err, maxIno)
 	}
 	return problems, nil
+}
+
+func (s *Store) checkJournal(report func(string, ...any)) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxJournal}, UpperBound: []byte{pfxJournal + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	want := uint64(1)
+	for it.First(); it.Valid(); it.Next() {
+		if len(it.Key()) != 9 {
+			report("malformed journal key %x", it.Key())
+			continue
+		}
+		seq := binary.BigEndian.Uint64(it.Key()[1:])
+		if seq != want {
+			report("journal: record %d where %d was due", seq, want)
+		}
+		want = seq + 1
+		if _, err := decodeRecord(seq, it.Value()); err != nil {
+			report("%v", err)
+		}
+	}
+	return it.Error()
 }

@@ -131,3 +131,18 @@ func TestRecordEncoding(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckFindsJournalDamage(t *testing.T) {
+	s := newStore(t)
+	mkfile(t, s, RootIno, "a")
+	mkfile(t, s, RootIno, "b")
+	if p, err := s.Check(0); err != nil || len(p) != 0 {
+		t.Fatalf("clean store: %q %v", p, err)
+	}
+	plantKey(t, s, journalKey(5), (&Record{Op: JCreate}).encode()) // a gap
+	plantKey(t, s, journalKey(6), []byte{9, 9})                    // undecodable
+	p, err := s.Check(0)
+	if err != nil || len(p) != 2 || !strings.Contains(p[0], "record 5 where 3 was due") || !strings.Contains(p[1], "journal record 6") {
+		t.Fatalf("damaged journal: %q %v", p, err)
+	}
+}
