@@ -294,9 +294,14 @@ func cmdCat(c *cmd) int {
 // numArg turns "-5" into "-n 5" for head and tail.
 func numArg(args []string) []string {
 	out := append([]string(nil), args...)
-	for i, a := range out {
+	for i := 0; i < len(out); i++ {
+		a := out[i]
 		if a == "--" {
 			break
+		}
+		if a == "-n" || a == "-c" || a == "--lines" || a == "--bytes" {
+			i++
+			continue
 		}
 		if len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
 			out[i] = "-n" + a[1:]
@@ -432,9 +437,14 @@ func splitLines(s string) []string {
 func cmdTail(c *cmd) int {
 	c.args = append(c.args[:1], numArg(c.args[1:])...)
 	// tail +N is lines from N on
-	for i, a := range c.args[1:] {
+	for i := 1; i < len(c.args); i++ {
+		a := c.args[i]
+		if a == "-n" || a == "-c" {
+			i++
+			continue
+		}
 		if len(a) > 1 && a[0] == '+' && a[1] >= '0' && a[1] <= '9' {
-			c.args[i+1] = "-n" + a
+			c.args[i] = "-n" + a
 		}
 	}
 	opts, files, ok := c.flags("n:c:qvfF", "lines=", "bytes=", "quiet", "silent", "verbose", "follow?")

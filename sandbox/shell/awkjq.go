@@ -1,0 +1,446 @@
+package shell
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/benhoyt/goawk/interp"
+	"github.com/benhoyt/goawk/parser"
+	"github.com/itchyny/gojq"
+	"mvdan.cc/sh/v3/expand"
+)
+
+func init() {
+	register(cmdAwk, "awk", "gawk", "mawk", "nawk")
+	register(cmdJq, "jq")
+}
+
+// cmdAwk runs goawk with no access to the host: no system(), no
+// command pipes and no file writes; input files are read here, through
+// the namespace, and given to the program as its standard input.
+func cmdAwk(c *cmd) int {
+	args := c.args[1:]
+	var vars []string
+	fs, progSrc := "", ""
+	haveProg := false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		a := args[0]
+		args = args[1:]
+		switch {
+		case a == "--":
+			goto operands
+		case a == "-F":
+			if len(args) == 0 {
+				c.errorf("option requires an argument -- F")
+				return 2
+			}
+			fs, args = args[0], args[1:]
+		case strings.HasPrefix(a, "-F"):
+			fs = a[2:]
+		case a == "-v":
+			if len(args) == 0 {
+				c.errorf("option requires an argument -- v")
+				return 2
+			}
+			vars, args = append(vars, args[0]), args[1:]
+		case strings.HasPrefix(a, "-v"):
+			vars = append(vars, a[2:])
+		case a == "-f":
+			if len(args) == 0 {
+				c.errorf("option requires an argument -- f")
+				return 2
+			}
+			data, err := c.readFile(args[0])
+			if err != nil {
+				c.errorf("can't open file %s", args[0])
+				return 2
+			}
+			progSrc += string(data) + "\n"
+			haveProg = true
+			args = args[1:]
+		default:
+			c.errorf("not an option: %s", a)
+			return 2
+		}
+	}
+operands:
+	if !haveProg {
+		if len(args) == 0 {
+			fmt.Fprintf(c.stderr, "usage: awk [-F fs][-v var=value][prog | -f progfile][file ...]\n")
+			return 2
+		}
+		progSrc, args = args[0], args[1:]
+	}
+	prog, err := parser.ParseProgram([]byte(progSrc), nil)
+	if err != nil {
+		c.errorf("%v", err)
+		return 2
+	}
+	var files []string
+	for _, a := range args {
+		if k, v, ok := strings.Cut(a, "="); ok && isIdent(k) && len(files) == 0 {
+			vars = append(vars, k+"="+v)
+			continue
+		}
+		files = append(files, a)
+	}
+	if len(files) > 1 && (strings.Contains(progSrc, "FNR") || strings.Contains(progSrc, "FILENAME") || strings.Contains(progSrc, "nextfile")) {
+		c.errorf("FNR, FILENAME and nextfile over several files are not supported by the shell fast path")
+		return 2
+	}
+	var in io.Reader = c.stdin
+	if len(files) > 0 {
+		var readers []io.Reader
+		for _, f := range files {
+			if f == "-" {
+				readers = append(readers, c.stdin)
+				continue
+			}
+			r, err := c.open(f)
+			if err != nil {
+				c.errorf("cannot open \"%s\" (%s)", f, errText(err))
+				return 2
+			}
+			defer r.Close()
+			readers = append(readers, r)
+		}
+		in = io.MultiReader(readers...)
+	}
+	config := &interp.Config{
+		Stdin:        in,
+		Output:       c.out,
+		Error:        c.stderr,
+		NoArgVars:    true,
+		NoExec:       true,
+		NoFileWrites: true,
+		NoFileReads:  true,
+		Environ:      exportedPairs(c.env),
+	}
+	if fs != "" {
+		if fs == "t" {
+			fs = "\t"
+		}
+		config.Vars = append(config.Vars, "FS", fs)
+	}
+	for _, v := range vars {
+		k, val, _ := strings.Cut(v, "=")
+		val, _ = unescape(val, false)
+		config.Vars = append(config.Vars, k, val)
+	}
+	if len(files) == 1 {
+		config.Vars = append(config.Vars, "FILENAME", files[0])
+	}
+	status, err := interp.ExecProgram(prog, config)
+	if err != nil {
+		c.errorf("%v", err)
+		return 2
+	}
+	return status
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func exportedPairs(env expand.Environ) []string { return exported(env) }
+
+func cmdJq(c *cmd) int {
+	args := c.args[1:]
+	raw, compact, slurp, nullIn, exitStatus, sortKeys, join, tab, rawIn := false, false, false, false, false, false, false, false, false
+	indent := 2
+	var names []string
+	var values []any
+	filter, haveFilter := "", false
+	var files []string
+	for len(args) > 0 {
+		a := args[0]
+		args = args[1:]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			if !haveFilter {
+				filter, haveFilter = a, true
+			} else {
+				files = append(files, a)
+			}
+			continue
+		}
+		switch a {
+		case "-r", "--raw-output":
+			raw = true
+		case "-j", "--join-output":
+			raw, join = true, true
+		case "-c", "--compact-output":
+			compact = true
+		case "-s", "--slurp":
+			slurp = true
+		case "-n", "--null-input":
+			nullIn = true
+		case "-e", "--exit-status":
+			exitStatus = true
+		case "-S", "--sort-keys":
+			sortKeys = true
+		case "-R", "--raw-input":
+			rawIn = true
+		case "--tab":
+			tab = true
+		case "-M", "--monochrome-output", "-C", "--color-output", "-a", "--ascii-output":
+		case "--indent":
+			if len(args) == 0 {
+				return 2
+			}
+			indent, _ = strconv.Atoi(args[0])
+			args = args[1:]
+		case "--arg", "--argjson":
+			if len(args) < 2 {
+				c.errorf("%s takes two parameters (e.g. %s varname value)", a, a)
+				return 2
+			}
+			names = append(names, "$"+args[0])
+			if a == "--arg" {
+				values = append(values, args[1])
+			} else {
+				var v any
+				if err := json.Unmarshal([]byte(args[1]), &v); err != nil {
+					c.errorf("invalid JSON text passed to --argjson")
+					return 2
+				}
+				values = append(values, normJSON(v))
+			}
+			args = args[2:]
+		default:
+			// bundled short flags like -rc
+			if len(a) > 2 && a[1] != '-' && strings.Trim(a[1:], "rjcsneSRM") == "" {
+				for _, f := range a[1:] {
+					args = append([]string{"-" + string(f)}, args...)
+				}
+				continue
+			}
+			c.errorf("Unknown option: %s", a)
+			return 2
+		}
+	}
+	if !haveFilter {
+		filter = "."
+	}
+	_ = sortKeys // gojq always sorts object keys
+	q, err := gojq.Parse(filter)
+	if err != nil {
+		c.errorf("error: %v\ncompile error", err)
+		return 3
+	}
+	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }))
+	if err != nil {
+		c.errorf("error: %v\ncompile error", err)
+		return 3
+	}
+	// read inputs
+	var data []byte
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	for _, f := range files {
+		b, err := c.readFile(f)
+		if err != nil {
+			c.errorf("error: Could not open %s: %s", f, errText(err))
+			return 2
+		}
+		data = append(data, b...)
+	}
+	var inputs []any
+	if rawIn {
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if slurp {
+			inputs = []any{string(data)}
+		} else if len(data) > 0 {
+			for _, l := range lines {
+				inputs = append(inputs, l)
+			}
+		}
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var all []any
+		for {
+			var v any
+			if err := dec.Decode(&v); err == io.EOF {
+				break
+			} else if err != nil {
+				c.errorf("error (at <stdin>:0): %v", err)
+				return 2
+			}
+			all = append(all, normJSON(v))
+		}
+		if slurp {
+			if all == nil {
+				all = []any{}
+			}
+			inputs = []any{all}
+		} else {
+			inputs = all
+		}
+	}
+	if nullIn {
+		inputs = []any{nil}
+	}
+	status := 0
+	var last any = false
+	produced := false
+	for _, in := range inputs {
+		iter := code.Run(in, values...)
+		for {
+			v, ok := iter.Next()
+			if !ok {
+				break
+			}
+			if err, ok := v.(error); ok {
+				if he, ok := err.(*gojq.HaltError); ok && he.Value() == nil {
+					return he.ExitCode()
+				}
+				c.out.Flush()
+				fmt.Fprintf(c.stderr, "jq: error (at <stdin>:0): %v\n", err)
+				status = 5
+				break
+			}
+			produced = true
+			last = v
+			if s, ok := v.(string); ok && raw {
+				c.out.WriteString(s)
+			} else {
+				c.out.WriteString(jqEncode(v, compact, indent, tab))
+			}
+			if !join {
+				c.out.WriteString("\n")
+			}
+		}
+	}
+	if status == 0 && exitStatus {
+		if !produced {
+			return 4
+		}
+		if last == nil || last == false {
+			return 1
+		}
+	}
+	return status
+}
+
+// normJSON turns json.Number into the int or float64 gojq works with.
+func normJSON(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil && i >= -1<<53 && i <= 1<<53 {
+			return int(i)
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = normJSON(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = normJSON(x[k])
+		}
+	}
+	return v
+}
+
+// jqEncode prints a value as jq does (keys sorted, as gojq keeps them).
+func jqEncode(v any, compact bool, indent int, tab bool) string {
+	var b strings.Builder
+	unit := strings.Repeat(" ", indent)
+	if tab {
+		unit = "\t"
+	}
+	if indent == 0 && !tab {
+		compact = true
+	}
+	var enc func(v any, depth int)
+	nl := func(depth int) {
+		if !compact {
+			b.WriteString("\n" + strings.Repeat(unit, depth))
+		}
+	}
+	enc = func(v any, depth int) {
+		switch x := v.(type) {
+		case nil:
+			b.WriteString("null")
+		case bool:
+			b.WriteString(strconv.FormatBool(x))
+		case int:
+			b.WriteString(strconv.Itoa(x))
+		case float64:
+			if x == float64(int64(x)) && x < 1e17 && x > -1e17 {
+				b.WriteString(strconv.FormatInt(int64(x), 10))
+			} else {
+				b.WriteString(strconv.FormatFloat(x, 'g', 17, 64))
+			}
+		case string:
+			b.WriteString(jsonString(x))
+		case []any:
+			if len(x) == 0 {
+				b.WriteString("[]")
+				return
+			}
+			b.WriteString("[")
+			for i, e := range x {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				nl(depth + 1)
+				enc(e, depth+1)
+			}
+			nl(depth)
+			b.WriteString("]")
+		case map[string]any:
+			if len(x) == 0 {
+				b.WriteString("{}")
+				return
+			}
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sortStrings(keys)
+			b.WriteString("{")
+			for i, k := range keys {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				nl(depth + 1)
+				b.WriteString(jsonString(k))
+				b.WriteString(":")
+				if !compact {
+					b.WriteString(" ")
+				}
+				enc(x[k], depth+1)
+			}
+			nl(depth)
+			b.WriteString("}")
+		default:
+			out, _ := gojq.Marshal(x)
+			b.Write(out)
+		}
+	}
+	enc(v, 0)
+	return b.String()
+}
+
+func jsonString(s string) string {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,132 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// corpusAllowed lists the corpus commands whose output differs from bash
+// and GNU coreutils for a known reason. Each is still run on the fast path
+// (it must not fail to run), but its output is not compared.
+var corpusAllowed = map[string]string{
+	"ls -la":               "directory sizes: the store reports 0 for directories, tmpfs their entry bytes (README: POSIX behaviour)",
+	"ls -ld docs":          "directory sizes: the store reports 0 for directories, tmpfs their entry bytes (README: POSIX behaviour)",
+	"ls -l data":           "the total line counts 512-byte blocks, which the store and tmpfs allocate differently",
+	"ls -lh data":          "the total line counts blocks, which the store and tmpfs allocate differently",
+	"du -sh data":          "disk usage counts blocks, which the store and tmpfs allocate differently",
+	"du -a src":            "disk usage counts blocks, which the store and tmpfs allocate differently",
+	"tree docs":            "tree is not installed on this machine",
+	"tree -L 1 pkg":        "tree is not installed on this machine",
+	"jq . data/users.json": "gojq sorts object keys; jq 1.6 keeps their order (the fixture's keys are sorted, but jq 1.6 prints floats differently)",
+}
+
+type corpusEntry struct {
+	line int
+	cmd  string
+}
+
+// readCorpus reads testdata/corpus.txt: one command per line; a command
+// over several lines (heredocs) sits between lines "<<<" and ">>>";
+// lines starting with "##" are comments.
+func readCorpus(t testing.TB) []corpusEntry {
+	data, err := os.ReadFile("testdata/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corpusEntry
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case strings.TrimSpace(l) == "" || strings.HasPrefix(l, "##"):
+		case l == "<<<":
+			start := i + 1
+			var b []string
+			for i++; i < len(lines) && lines[i] != ">>>"; i++ {
+				b = append(b, lines[i])
+			}
+			out = append(out, corpusEntry{start, strings.Join(b, "\n")})
+		default:
+			out = append(out, corpusEntry{i + 1, l})
+		}
+	}
+	return out
+}
+
+// bashRun runs a command with bash and GNU coreutils in a copy of the
+// fixture on tmpfs. /workspace and /tmp in the command are rewritten to
+// the copy and a private temporary directory, and back in the output.
+func bashRun(t testing.TB, command string) (string, int) {
+	base, err := os.MkdirTemp("/dev/shm", "shellcorpus-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	ws, tmp := base+"/w", base+"/t"
+	os.Mkdir(ws, 0o755)
+	os.Mkdir(tmp, 0o1777)
+	writeFixtureDir(t, ws)
+	script := strings.ReplaceAll(command, "/workspace", ws)
+	script = strings.ReplaceAll(script, "/tmp", tmp)
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = ws
+	cmd.Env = []string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + tmp}
+	cmd.Stdin = strings.NewReader("")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err = cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(out.String(), ws, "/workspace")
+	s = strings.ReplaceAll(s, tmp, "/tmp")
+	return s, code
+}
+
+// fastRun runs a command on the fast path on a fresh store with the fixture.
+func fastRun(t testing.TB, command string) (string, string, int) {
+	s, fs := newShell(t)
+	writeFixtureStore(t, fs)
+	var out, errb bytes.Buffer
+	res, err := s.Exec(context.Background(), command, ExecOptions{Stdout: &out, Stderr: &errb, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("%q: %v", command, err)
+	}
+	return out.String(), errb.String(), res.ExitCode
+}
+
+func TestCorpus(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("bash is needed for the differential tests")
+	}
+	entries := readCorpus(t)
+	if len(entries) < 150 {
+		t.Fatalf("corpus has %d entries", len(entries))
+	}
+	pass, allowed, fail := 0, 0, 0
+	for _, e := range entries {
+		got, stderr, code := fastRun(t, e.cmd)
+		if reason, ok := corpusAllowed[e.cmd]; ok && reason != "" {
+			allowed++
+			continue
+		}
+		want, wantCode := bashRun(t, e.cmd)
+		if got != want || code != wantCode {
+			fail++
+			t.Errorf("corpus.txt:%d: %s\n--- fast path (status %d, stderr %q):\n%s--- bash (status %d):\n%s", e.line, e.cmd, code, stderr, got, wantCode, want)
+			continue
+		}
+		pass++
+	}
+	t.Logf("corpus: %d entries, %d identical to bash, %d allowed to differ, %d failed", len(entries), pass, allowed, fail)
+}
