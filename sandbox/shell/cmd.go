@@ -105,7 +105,12 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			}
 			code = fn(c)
 		}
-		c.out.Flush()
+		if err := c.out.Flush(); err != nil && code == 0 {
+			if err != errOutputLimit && errno(err) != syscall.EPIPE {
+				fmt.Fprintf(c.stderr, "%s: write error: %s\n", name, errText(err))
+			}
+			code = 1
+		}
 		if code != 0 {
 			return interp.NewExitStatus(uint8(code))
 		}

@@ -1,0 +1,174 @@
+package shell
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Interpreter builtins that mvdan.cc/sh does not implement (it fails them
+// at run time): a script using one must run in the sandbox.
+var unimplemented = map[string]bool{
+	"bind": true, "bg": true, "fg": true, "jobs": true, "kill": true, "disown": true, "suspend": true,
+	"compgen": true, "complete": true, "compopt": true, "enable": true, "fc": true, "history": true,
+	"logout": true, "newgrp": true, "ulimit": true, "caller": true, "help": true,
+}
+
+// CanRun reports whether every command of the script is built into the
+// fast path, so that the whole script can run here (the auto backend
+// routes it to the sandbox otherwise, and never half-runs it in one
+// place). reason says why not. It looks at the script only: a command
+// name computed at run time ($CMD, eval of a variable), source of a file
+// and process substitution are refused.
+func CanRun(command string) (ok bool, reason string) {
+	f, err := parse(command)
+	if err != nil {
+		return false, fmt.Sprintf("syntax error: %v", err)
+	}
+	return canRunFile(f, 0)
+}
+
+func canRunFile(f *syntax.File, depth int) (bool, string) {
+	if what := unsupported(f); what != "" {
+		return false, what + " is not supported"
+	}
+	funcs := map[string]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if fd, ok := n.(*syntax.FuncDecl); ok {
+			funcs[fd.Name.Value] = true
+		}
+		return true
+	})
+	reason := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if reason != "" {
+			return false
+		}
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		words := make([]string, len(call.Args))
+		lits := make([]bool, len(call.Args))
+		for i, w := range call.Args {
+			words[i], lits[i] = literal(w)
+		}
+		reason = checkCommand(words, lits, funcs, depth)
+		return reason == ""
+	})
+	if reason != "" {
+		return false, reason
+	}
+	return true, ""
+}
+
+// literal returns the value of a word with no expansion in it (quotes
+// removed), and whether it is one.
+func literal(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(strings.ReplaceAll(x.Value, `\`, ""))
+		case *syntax.SglQuoted:
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int) string {
+	if len(words) == 0 {
+		return ""
+	}
+	if !lits[0] {
+		return "a command name is computed at run time"
+	}
+	name := commandName(words[0])
+	switch {
+	case funcs[name]:
+		return ""
+	case unimplemented[name]:
+		return fmt.Sprintf("%s is not built in", name)
+	case name == "source" || name == ".":
+		return "source runs a script file"
+	case name == "eval":
+		src := strings.Join(words[1:], " ")
+		for _, l := range lits[1:] {
+			if !l {
+				return "eval of a string computed at run time"
+			}
+		}
+		if depth > 8 {
+			return "eval nested too deep"
+		}
+		f, err := parse(src)
+		if err != nil {
+			return fmt.Sprintf("eval: syntax error: %v", err)
+		}
+		if ok, why := canRunFile(f, depth+1); !ok {
+			return why
+		}
+		return ""
+	case name == "command" || name == "exec" || name == "builtin":
+		i := 1
+		for i < len(words) && strings.HasPrefix(words[i], "-") {
+			if words[i] == "-v" || words[i] == "-V" {
+				return ""
+			}
+			i++
+		}
+		return checkCommand(words[i:], lits[i:], funcs, depth)
+	case name == "env":
+		i := 1
+		for i < len(words) && (strings.HasPrefix(words[i], "-") || strings.Contains(words[i], "=")) {
+			if words[i] == "-u" {
+				i++
+			}
+			i++
+		}
+		return checkCommand(words[i:], lits[i:], funcs, depth)
+	case name == "xargs":
+		i := 1
+		for i < len(words) && strings.HasPrefix(words[i], "-") {
+			w := words[i]
+			if len(w) == 2 && strings.Contains("IdnLPsE", w[1:]) {
+				i++
+			}
+			i++
+		}
+		if i >= len(words) {
+			return ""
+		}
+		return checkCommand(words[i:], lits[i:], funcs, depth)
+	case name == "find":
+		for i := 1; i < len(words); i++ {
+			if words[i] == "-exec" || words[i] == "-execdir" || words[i] == "-ok" {
+				if i+1 < len(words) {
+					if why := checkCommand(words[i+1:i+2], lits[i+1:i+2], funcs, depth); why != "" {
+						return why
+					}
+				}
+			}
+		}
+		return ""
+	}
+	if IsBuiltin(name) {
+		return ""
+	}
+	if _, ok := builtins[name]; ok {
+		return ""
+	}
+	return fmt.Sprintf("%s is not built in", words[0])
+}
