@@ -76,6 +76,9 @@ func (f *FS) openCreate(p string, perm uint32) (resolved, error) {
 		if p, err = f.s.Readlink(r.ino); err != nil {
 			return r, err
 		}
+		if p, err = f.linkTarget(p); err != nil {
+			return r, err
+		}
 		cur, above = r.dir, r.above // a relative target starts where the link is
 	}
 	return resolved{}, syscall.ELOOP

@@ -91,7 +91,7 @@ func (f *FS) kvWrite(ino uint64, off int64, p []byte) error {
 // As returns the workspace for another actor: the same store, owner and
 // notifier, with changes journaled as a's.
 func (f *FS) As(a kv.Actor) *FS {
-	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a}
+	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix}
 }
 
 // Session is the store as the FS's actor, for changes wsfs has no call

@@ -36,6 +36,7 @@ type FS struct {
 	owner  Owner
 	umask  uint32
 	locks  *inodeLocks // of billy files
+	prefix string      // see SetRootPrefix
 	notify Notifier
 	actor  *kv.Actor // journaled as the author of changes
 
@@ -60,6 +61,25 @@ func (f *FS) SetExclusive() {
 	f.exclusive = true
 	f.dirs = make(map[string]cachedDir)
 	f.dirMu.Unlock()
+}
+
+// SetRootPrefix says where the workspace appears to the programs that
+// make its symbolic links: with "/workspace", a link to "/workspace/src/x"
+// leads to src/x, as it does in the sandbox, and a link to any other
+// absolute path (outside the workspace) leads nowhere (ENOENT). Without a
+// prefix, an absolute target starts at the workspace root, as under
+// chroot.
+func (f *FS) SetRootPrefix(prefix string) { f.prefix = strings.TrimSuffix(prefix, "/") }
+
+// linkTarget maps an absolute symbolic link target by the root prefix.
+func (f *FS) linkTarget(t string) (string, error) {
+	if f.prefix == "" || !strings.HasPrefix(t, "/") {
+		return t, nil
+	}
+	if rest, ok := strings.CutPrefix(t, f.prefix); ok && (rest == "" || rest[0] == '/') {
+		return "/" + rest, nil
+	}
+	return "", syscall.ENOENT // outside the workspace
 }
 
 // forgetDirs drops remembered directories after a change that may have
@@ -208,6 +228,9 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 			}
 			target, err := f.s.Readlink(a.Ino)
 			if err != nil {
+				return resolved{}, err
+			}
+			if target, err = f.linkTarget(target); err != nil {
 				return resolved{}, err
 			}
 			rest := append(split(target), names[i+1:]...)

@@ -337,3 +337,42 @@ func TestNotifier(t *testing.T) {
 	check(t, f.Remove("/d/g"))
 	expect("remove", fmt.Sprintf("entry %d/g", d.Ino), dir)
 }
+
+// TestRootPrefix: with the sandbox's view (/workspace), absolute links
+// into the workspace work as they do in the sandbox, and links to other
+// absolute paths lead nowhere.
+func TestRootPrefix(t *testing.T) {
+	f := newFS(t)
+	f.SetRootPrefix("/workspace")
+	check(t, f.MkdirAll("/src", 0o755))
+	check(t, f.WriteFile("/src/x", []byte("x"), 0o644))
+	check(t, f.Symlink("/workspace/src/x", "/abs"))
+	check(t, f.Symlink("/workspace", "/root-link"))
+	check(t, f.Symlink("/etc/passwd", "/host"))
+	check(t, f.Symlink("/workspacefoo/x", "/near"))
+	check(t, f.Symlink("/workspace/new", "/dangle"))
+	if d, err := f.ReadFile("/abs"); err != nil || string(d) != "x" {
+		t.Fatalf("link into the workspace: %q %v", d, err)
+	}
+	if d, err := f.ReadFile("/root-link/src/x"); err != nil || string(d) != "x" {
+		t.Fatalf("link to the workspace root: %q %v", d, err)
+	}
+	for _, p := range []string{"/host", "/near"} {
+		if _, err := f.Stat(p); !errors.Is(err, syscall.ENOENT) {
+			t.Fatalf("%s: %v, want ENOENT", p, err)
+		}
+	}
+	w, err := f.Open("/dangle", O_WRONLY|O_CREATE, 0o644)
+	check(t, err)
+	check(t, w.Close())
+	if _, err := f.Stat("/new"); err != nil {
+		t.Fatalf("create through /workspace/new: %v", err)
+	}
+	if _, err := f.Open("/host", O_WRONLY|O_CREATE, 0o644); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("create through a link out of the workspace: %v", err)
+	}
+	g := f.As(kv.Actor{Entry: "x"})
+	if d, err := g.ReadFile("/abs"); err != nil || string(d) != "x" {
+		t.Fatalf("As keeps the prefix: %q %v", d, err)
+	}
+}
