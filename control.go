@@ -40,6 +40,9 @@ type SourceStatus struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
 	From string `json:"from"` // url, s3://bucket/prefix, directory
+	// Sync says where edits go: "push" (git), "write back" (S3) or
+	// "none". Sync back itself is not built yet.
+	Sync string `json:"sync"`
 }
 
 func (w *Workspace) serveControl() error {
@@ -94,12 +97,18 @@ func (w *Workspace) Status() Status {
 	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Sources: []SourceStatus{}}
 	if w.spec != nil {
 		for _, s := range w.spec.Sources {
-			ss := SourceStatus{Path: s.Path, Kind: s.Kind()}
+			ss := SourceStatus{Path: s.Path, Kind: s.Kind(), Sync: "none"}
 			switch {
 			case s.Git != nil:
 				ss.From = s.Git.URL
+				if s.Git.Push {
+					ss.Sync = "push"
+				}
 			case s.S3 != nil:
 				ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
+				if s.S3.WriteBack {
+					ss.Sync = "write back"
+				}
 			case s.Dir != "":
 				ss.From = s.Dir
 			default:
