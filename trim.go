@@ -25,5 +25,6 @@ func trimMemory(stop <-chan struct{}) {
 		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > threshold {
 			debug.FreeOSMemory()
 		}
+		trimC() // the C allocator's free memory (Pebble's cache), see malloc_cgo.go
 	}
 }
