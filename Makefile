@@ -13,11 +13,8 @@ TAGS      ?= seccomp
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# The daemon is built without cgo: Pebble then keeps its block cache in Go
-# memory, which an idle daemon gives back (with cgo, glibc's arenas kept
-# 70 MiB after a big read), and the binary maps 10 MiB less.
 build: ## build bin/computerfs and bin/sandboxctl
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/computerfs ./cmd/computerfs
+	$(GO) build -o $(BIN)/computerfs ./cmd/computerfs
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
 test: lint ## run every test under -race (needs root and /dev/fuse)

@@ -6,15 +6,19 @@ import (
 	"time"
 )
 
-// trimMemory returns memory the daemon no longer uses to the operating
-// system every few seconds, once enough of it is free: after a burst of
+// trimMemory shrinks the daemon once it goes idle (a second without
+// allocations after some work): it returns the Go heap's and the C
+// allocator's free memory to the system and lets the kernel drop the
+// resident pages of the daemon's code (see pageOutCode). After a burst of
 // work (a big file read, a listing) an idle workspace shrinks back within
-// seconds instead of the minutes Go's scavenger would take.
+// about two seconds instead of keeping its peak.
 func trimMemory(stop <-chan struct{}) {
-	const every, threshold = 2 * time.Second, 4 << 20
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	const every = time.Second
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last uint64
+	trimmed := false
 	for {
 		select {
 		case <-stop:
@@ -22,9 +26,18 @@ func trimMemory(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > threshold {
+		allocs := sample[0].Value.Uint64()
+		switch {
+		case allocs != last: // busy: shrink once it stops
+			trimmed = false
+		case !trimmed:
 			debug.FreeOSMemory()
+			trimC() // the C allocator's free memory (Pebble's cache), see malloc_cgo.go
+			pageOutCode()
+			trimmed = true
+			metrics.Read(sample) // what trimming allocated is not work
+			allocs = sample[0].Value.Uint64()
 		}
-		trimC() // the C allocator's free memory (Pebble's cache), see malloc_cgo.go
+		last = allocs
 	}
 }

@@ -122,7 +122,7 @@ if ! want computerfs; then
 	log "BENCH_TARGETS has no computerfs: skipping the computerfs target"
 elif compgen -G "cmd/computerfs/*.go" >/dev/null; then
 	log "building ./cmd/computerfs"
-	CGO_ENABLED=0 go build -o "$BIN/computerfs" ./cmd/computerfs
+	go build -o "$BIN/computerfs" ./cmd/computerfs
 	HAVE_CFS=1
 else
 	log "no ./cmd/computerfs yet: skipping the computerfs target"

@@ -54,10 +54,6 @@ func binary(t testing.TB, race bool) string {
 		}
 		cmd := exec.Command("go", append(args, "./cmd/computerfs")...)
 		cmd.Dir = root
-		if !race {
-			// As make build builds it: without cgo (see the Makefile).
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build ./cmd/computerfs: %v\n%s", err, out)
 		}
