@@ -24,6 +24,8 @@ import (
 //	GET  /v1/status    the workspace: mount point, store, pid, sources
 //	GET  /v1/log       journal records (?after=SEQ&since=TIME&path=P&limit=N)
 //	POST /v1/refresh   bring upstream changes in (sources.RefreshReport)
+//	POST /v1/exec      run a command (ExecRequest); the answer streams JSON
+//	                   lines: {"out":...}, {"err":...}, then {"result":...}
 
 const controlSocket = "control.sock"
 
@@ -61,6 +63,7 @@ func (w *Workspace) serveControl() error {
 		writeJSON(rw, w.Status())
 	})
 	mux.HandleFunc("GET /v1/log", w.serveLog)
+	mux.HandleFunc("POST /v1/exec", w.serveExec)
 	mux.HandleFunc("POST /v1/refresh", func(rw http.ResponseWriter, r *http.Request) {
 		rep, err := w.Refresh(r.Context())
 		if err != nil {

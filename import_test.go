@@ -515,3 +515,54 @@ func TestJournalOnMount(t *testing.T) {
 		}
 	}
 }
+
+// TestExecShell: `computerfs exec` runs a command on the fast path in the
+// daemon; its output streams back, its exit status is the command's, its
+// writes show on the mount at once (even to a file read just before) and
+// the journal names the shell and the request.
+func TestExecShell(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store)
+	bin := testmount.Binary(t)
+	if err := os.WriteFile(filepath.Join(m.Dir, "f"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := os.ReadFile(filepath.Join(m.Dir, "f")); string(d) != "old\n" { // now in the kernel's cache
+		t.Fatalf("f = %q", d)
+	}
+	exec1 := func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"exec", "-w", m.Dir}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	out, errOut, code := exec1("", "--", "echo new > /workspace/f && mkdir -p d && printf 'b\\na\\n' | sort | tee d/sorted; echo warn >&2")
+	if out != "a\nb\n" || errOut != "warn\n" || code != 0 {
+		t.Fatalf("exec: stdout %q stderr %q exit %d", out, errOut, code)
+	}
+	if d, _ := os.ReadFile(filepath.Join(m.Dir, "f")); string(d) != "new\n" {
+		t.Fatalf("the mount shows f = %q after exec wrote it", d)
+	}
+	if d, _ := os.ReadFile(filepath.Join(m.Dir, "d/sorted")); string(d) != "a\nb\n" {
+		t.Fatalf("d/sorted = %q", d)
+	}
+	if out, _, code := exec1("piped input\n", "--", "wc -l"); strings.TrimSpace(out) != "1" || code != 0 {
+		t.Fatalf("stdin: %q %d", out, code)
+	}
+	if _, _, code := exec1("", "--", "exit 7"); code != 7 {
+		t.Fatalf("exit status %d, want 7", code)
+	}
+	if _, errOut, code := exec1("", "--", "gcc --version"); code == 0 || !strings.Contains(errOut, "gcc is not built in") {
+		t.Fatalf("auto with a native program: exit %d, %q", code, errOut)
+	}
+	if _, errOut, code := exec1("", "--", "cat /etc/passwd"); code == 0 || strings.Contains(errOut, "root:") {
+		t.Fatalf("exec reached a host file: exit %d, %q", code, errOut)
+	}
+	logOut, err := exec.Command(bin, "log", "-w", m.Dir, "--path", "/d").CombinedOutput()
+	if err != nil || !strings.Contains(string(logOut), "mkdir /d by shell #") {
+		t.Fatalf("journal of exec's changes: %v\n%s", err, logOut)
+	}
+}

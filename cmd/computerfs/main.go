@@ -29,6 +29,7 @@ Usage:
                                                     (exit 3: some paths kept for their local edits)
   computerfs status -w MOUNTPOINT                   the workspace's daemon and sources
   computerfs log -w MOUNTPOINT | --store DIR        the journal of changes (--since, --path, --json, --follow)
+  computerfs exec -w MOUNTPOINT -- 'COMMAND'        run a shell command in the daemon, on the store
   computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
   computerfs fsck --store DIR                       check a store's consistency (not while mounted)
   computerfs bench [flags] NAME=DIR...              benchmark directories against each other
@@ -39,7 +40,7 @@ Run 'computerfs COMMAND -h' for a command's flags.
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errSilent) {
 			fmt.Fprintln(os.Stderr, "computerfs:", err)
 		}
 		os.Exit(exitCode(err))
@@ -81,6 +82,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdStatus(args[1:], stdout, stderr)
 	case "log":
 		return cmdLog(args[1:], stdout, stderr)
+	case "exec":
+		return cmdExec(args[1:], stdout, stderr)
 	case "unmount", "umount":
 		return cmdUnmount(args[1:], stderr)
 	case "fsck":

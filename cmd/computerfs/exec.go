@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/computerfs/computerfs"
+)
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func cmdExec(args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	mount := fset.String("w", "", "the workspace's mount point")
+	backend := fset.String("backend", "auto", "shell (in the daemon, on the store), sandbox, or auto (shell when every command is built in)")
+	cwd := fset.String("cwd", "", "working directory (default /workspace)")
+	timeout := fset.String("timeout", "", "stop the command after this long (e.g. 30s)")
+	var env listFlag
+	fset.Var(&env, "env", "KEY=VALUE for the command's environment (repeatable)")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if *mount == "" || len(pos) == 0 {
+		fset.Usage()
+		return &exitError{2, errors.New("exec needs -w MOUNTPOINT and a command, as: computerfs exec -w /mnt/ws -- 'ls -l'")}
+	}
+	req := computerfs.ExecRequest{Command: strings.Join(pos, " "), Backend: *backend, Cwd: *cwd, Env: env, Timeout: *timeout}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		if req.Stdin, err = io.ReadAll(io.LimitReader(os.Stdin, 16<<20)); err != nil {
+			return err
+		}
+	}
+	c, err := computerfs.Dial(*mount)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := c.Exec(ctx, req, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if res.Stopped != "" {
+		fmt.Fprintf(stderr, "computerfs exec: stopped: %s\n", res.Stopped)
+	}
+	if res.ExitCode != 0 {
+		return &exitError{res.ExitCode, errSilent}
+	}
+	return nil
+}
+
+// errSilent ends the program with a status and no message (the command
+// said what it had to).
+var errSilent = errors.New("")
