@@ -4,8 +4,9 @@
 # notes directory), mount a new workspace from that spec (the import
 # writes into the store directly, not through the mount), show that git,
 # find and du work on the mount, bring an upstream commit in with
-# `computerfs refresh`, then unmount and mount again to show that the
-# workspace persisted. KEEP=1 leaves the workspace mounted at the end.
+# `computerfs refresh`, run a command on the shell fast path and show the
+# journal, then unmount and mount again to show that the workspace
+# persisted. KEEP=1 leaves the workspace mounted at the end.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/bin/computerfs
@@ -57,6 +58,10 @@ echo "== an upstream commit, brought in with computerfs refresh"
 )
 "$bin" refresh -w "$ws"
 (cd "$ws/app" && git log --oneline -1 && tail -1 README.md)
+
+echo "== a command on the shell fast path (in the daemon, on the store), and the journal"
+"$bin" exec -w "$ws" -- 'grep -rn hello app/cmd && echo "fixed" >> BUG_REPORT.md'
+"$bin" log -w "$ws" | tail -3
 
 echo "== unmount, mount again: the workspace is still there (no second import)"
 "$bin" unmount "$ws"
