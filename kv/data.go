@@ -76,15 +76,11 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 	if end > MaxFileSize {
 		return Attr{}, false, ErrFileTooLarge
 	}
-	if err := s.ensureLocal(ino); err != nil {
-		return Attr{}, false, err
-	}
-	unlock := s.lockInodes(ino)
-	defer unlock()
-	a, err = s.GetAttr(ino)
+	a, unlock, err := s.lockLocalAttr(ino, true)
 	if err != nil {
 		return Attr{}, false, err
 	}
+	defer unlock()
 	if len(data) == 0 {
 		return a, false, nil // write(2) of nothing changes nothing
 	}
@@ -247,17 +243,12 @@ func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
 }
 
 func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, error) {
-	if req.Valid&SetSize != 0 && req.Size != 0 {
-		if err := s.ensureLocal(ino); err != nil {
-			return Attr{}, err
-		}
-	}
-	unlock := s.lockInodes(ino)
-	defer unlock()
-	a, err := s.GetAttr(ino)
+	// Truncating to zero needs no content; any other size does.
+	a, unlock, err := s.lockLocalAttr(ino, req.Valid&SetSize != 0 && req.Size != 0)
 	if err != nil {
 		return Attr{}, err
 	}
+	defer unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	ts := now()
@@ -459,15 +450,11 @@ func (s *Store) fallocate(actor *Actor, ino uint64, mode uint32, off, length int
 	default:
 		return Attr{}, ErrNotSupported
 	}
-	if err := s.ensureLocal(ino); err != nil {
-		return Attr{}, err
-	}
-	unlock := s.lockInodes(ino)
-	defer unlock()
-	a, err := s.GetAttr(ino)
+	a, unlock, err := s.lockLocalAttr(ino, true)
 	if err != nil {
 		return Attr{}, err
 	}
+	defer unlock()
 	if a.IsDir() {
 		return Attr{}, ErrIsDir
 	}

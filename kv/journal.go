@@ -96,36 +96,31 @@ func (r *Record) encode() []byte {
 }
 
 func decodeRecord(seq uint64, b []byte) (Record, error) {
-	bad := corrupt("journal record %d: %x", seq, b)
+	orig := b
+	bad := func() error { return corrupt("journal record %d: %x", seq, orig) } // formatted only when needed
 	if len(b) < 2 || b[0] != journalVersion {
-		return Record{}, bad
+		return Record{}, bad()
 	}
 	r := Record{Seq: seq, Op: JournalOp(b[1])}
 	b = b[2:]
 	t, n := binary.Varint(b)
 	if n <= 0 {
-		return Record{}, bad
+		return Record{}, bad()
 	}
 	r.Time, b = t, b[n:]
 	nums := make([]uint64, 5)
 	for i := range nums {
 		v, n := binary.Uvarint(b)
 		if n <= 0 {
-			return Record{}, bad
+			return Record{}, bad()
 		}
 		nums[i], b = v, b[n:]
 	}
 	r.Ino, r.Size = nums[0], nums[1]
 	r.Actor.Pid, r.Actor.Uid, r.Actor.Gid = uint32(nums[2]), uint32(nums[3]), uint32(nums[4])
-	for _, dst := range []*string{&r.Path, &r.Path2, &r.Actor.Comm, &r.Actor.Sandbox, &r.Actor.Entry, &r.Actor.Request} {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || uint64(len(b)-n) < l {
-			return Record{}, bad
-		}
-		*dst, b = string(b[n:n+int(l)]), b[n+int(l):]
-	}
-	if len(b) != 0 {
-		return Record{}, bad
+	b, ok := decodeStrings(b, &r.Path, &r.Path2, &r.Actor.Comm, &r.Actor.Sandbox, &r.Actor.Entry, &r.Actor.Request)
+	if !ok || len(b) != 0 {
+		return Record{}, bad()
 	}
 	return r, nil
 }

@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"encoding/binary"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -127,20 +126,8 @@ func (s *Store) Parent(dir uint64) (uint64, error) {
 	if dir == RootIno {
 		return RootIno, nil
 	}
-	prefix := kindPrefix(dir, kindBackref)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	if !it.First() {
-		return 0, ErrNotFound
-	}
-	k := it.Key()
-	if len(k) < len(prefix)+8 {
-		return 0, corrupt("back reference key of %d bytes", len(k))
-	}
-	return binary.BigEndian.Uint64(k[len(prefix):]), nil
+	parent, _, err := s.firstName(dir)
+	return parent, err
 }
 
 // Create makes a new inode of any type (file, directory, symlink, device,

@@ -43,30 +43,41 @@ func (o *Origin) encode() []byte {
 }
 
 func decodeOrigin(b []byte) (Origin, error) {
-	bad := corrupt("origin record %x", b)
+	orig := b
+	bad := func() error { return corrupt("origin record %x", orig) } // formatted only when needed
 	if len(b) == 0 || b[0] != originVersion {
-		return Origin{}, bad
+		return Origin{}, bad()
 	}
 	b = b[1:]
 	var o Origin
 	src, n := binary.Uvarint(b)
 	if n <= 0 || src > 1<<32-1 {
-		return Origin{}, bad
+		return Origin{}, bad()
 	}
 	o.Source, b = uint32(src), b[n:]
-	for _, dst := range []*string{&o.Key, &o.ID} {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || uint64(len(b)-n) < l {
-			return Origin{}, bad
-		}
-		*dst, b = string(b[n:n+int(l)]), b[n+int(l):]
+	var ok bool
+	if b, ok = decodeStrings(b, &o.Key, &o.ID); !ok {
+		return Origin{}, bad()
 	}
 	ct, n := binary.Varint(b)
 	if n <= 0 || n != len(b) {
-		return Origin{}, bad
+		return Origin{}, bad()
 	}
 	o.Ctime = ct
 	return o, nil
+}
+
+// decodeStrings reads length-prefixed strings (a uvarint length, then the
+// bytes) into dsts and returns the rest of b.
+func decodeStrings(b []byte, dsts ...*string) ([]byte, bool) {
+	for _, dst := range dsts {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return nil, false
+		}
+		*dst, b = string(b[n:n+int(l)]), b[n+int(l):]
+	}
+	return b, true
 }
 
 // Origin returns where ino came from, or ErrNotFound for a file that was
@@ -111,6 +122,28 @@ type fetchCall struct {
 
 // fetchBatch is how much fetched data goes into one batch.
 const fetchBatch = 16 * ChunkSize
+
+// lockLocalAttr locks ino's stripe and reads its attributes. With local, a
+// remote file is fetched first: the lock is dropped for the fetch (which
+// takes it batch by batch) and taken again. The attributes read under the
+// lock decide, so a local file costs no extra read.
+func (s *Store) lockLocalAttr(ino uint64, local bool) (Attr, func(), error) {
+	for {
+		unlock := s.lockInodes(ino)
+		a, err := s.GetAttr(ino)
+		if err != nil {
+			unlock()
+			return Attr{}, nil, err
+		}
+		if !local || a.Flags&FlagRemote == 0 {
+			return a, unlock, nil
+		}
+		unlock()
+		if err := s.materialize(ino); err != nil {
+			return Attr{}, nil, err
+		}
+	}
+}
 
 // ensureLocal fetches ino's content if it is still remote. A file never
 // becomes remote again, so a check without locks is enough.
@@ -247,13 +280,7 @@ func (s *Store) GetMeta(name string) ([]byte, error) { return s.get(userMetaKey(
 
 // SetMeta stores value under name and syncs it to stable storage.
 func (s *Store) SetMeta(name string, value []byte) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Set(userMetaKey(name), value, nil)
-	if err := s.commit(b); err != nil {
-		return err
-	}
-	return s.Sync()
+	return s.UpdateMeta(map[string][]byte{name: value}, nil)
 }
 
 // fetchState is the part of Store that lazy fetching uses.
