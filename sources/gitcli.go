@@ -183,7 +183,7 @@ func (im *Importer) checkoutBlobs(ctx context.Context, gitBin, repo string, idx 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		parent, err := im.gitDir(dirs, path.Dir(e.path))
+		parent, err := im.mkdirs(dirs, path.Dir(e.path))
 		if err != nil {
 			return nil, fmt.Errorf("checkout %s: %w", e.path, err)
 		}
@@ -266,26 +266,6 @@ func (im *Importer) writeBlob(r *bufio.Reader, parent uint64, name string, mode 
 		return a, err
 	}
 	return a, nil
-}
-
-// gitDir returns the directory rel of the checkout, making it.
-func (im *Importer) gitDir(dirs map[string]uint64, rel string) (uint64, error) {
-	if rel == "." {
-		rel = ""
-	}
-	if ino, ok := dirs[rel]; ok {
-		return ino, nil
-	}
-	parent, err := im.gitDir(dirs, path.Dir(rel))
-	if err != nil {
-		return 0, err
-	}
-	a, err := im.Store.Create(parent, path.Base(rel), kv.NewInode{Mode: kv.S_IFDIR | 0o755, Uid: im.owner.UID, Gid: im.owner.GID})
-	if err != nil {
-		return 0, err
-	}
-	dirs[rel] = a.Ino
-	return a.Ino, nil
 }
 
 // runGit runs git in dir and returns its output.

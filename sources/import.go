@@ -122,10 +122,11 @@ func (im *Importer) importDir(ctx context.Context, idx int, src *spec.Source) er
 // they are), modes and modification times. Sockets and devices are
 // skipped with a warning. origin, if not nil, gives each file's origin.
 func (im *Importer) copyTree(ctx context.Context, root, dst string, origin func(rel string) *kv.Origin) error {
-	var dirs []struct {
+	type dirTime struct {
 		ino   uint64
 		mtime int64
 	}
+	var dirs []dirTime
 	inos := map[string]uint64{}
 	buf := make([]byte, 16*kv.ChunkSize) // one copy buffer for every file
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -157,10 +158,7 @@ func (im *Importer) copyTree(ctx context.Context, root, dst string, origin func(
 				return err
 			}
 			inos["."] = a.Ino
-			dirs = append(dirs, struct {
-				ino   uint64
-				mtime int64
-			}{a.Ino, info.ModTime().UnixNano()})
+			dirs = append(dirs, dirTime{a.Ino, info.ModTime().UnixNano()})
 			return nil
 		}
 		parent, name := inos[path.Dir(rel)], path.Base(rel)
@@ -175,10 +173,7 @@ func (im *Importer) copyTree(ctx context.Context, root, dst string, origin func(
 				return fmt.Errorf("copy %s: %w", p, err)
 			}
 			inos[rel] = a.Ino
-			dirs = append(dirs, struct {
-				ino   uint64
-				mtime int64
-			}{a.Ino, info.ModTime().UnixNano()})
+			dirs = append(dirs, dirTime{a.Ino, info.ModTime().UnixNano()})
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {

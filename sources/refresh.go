@@ -266,14 +266,9 @@ func (r *Refresher) refreshS3(ctx context.Context, idx int, src *spec.Source, re
 // s3Path is where the object key appears in the workspace ("" if the key
 // is not a path).
 func s3Path(root string, c *spec.S3, key string) string {
-	rel := strings.TrimLeft(strings.TrimPrefix(key, c.Prefix), "/")
-	if rel == "" || strings.HasSuffix(rel, "/") {
+	rel, marker, valid := s3Rel(c, key)
+	if rel == "" || marker || !valid {
 		return ""
-	}
-	for _, p := range strings.Split(rel, "/") {
-		if p == "" || p == "." || p == ".." || len(p) > kv.MaxNameLen {
-			return ""
-		}
 	}
 	return path.Join(root, rel)
 }

@@ -251,24 +251,19 @@ func listPrefix(ctx context.Context, client *s3.Client, c *spec.S3, out chan<- [
 // directory is needed) are skipped with a warning; "dir/" markers become
 // directories.
 func (im *Importer) addObject(idx int, c *spec.S3, dirs map[string]uint64, o s3Object) (uint64, error) {
-	rel := strings.TrimLeft(strings.TrimPrefix(o.key, c.Prefix), "/")
-	marker := strings.HasSuffix(rel, "/")
-	rel = strings.TrimSuffix(rel, "/")
+	rel, marker, valid := s3Rel(c, o.key)
 	if rel == "" {
 		return 0, nil // the prefix's own marker
 	}
-	parts := strings.Split(rel, "/")
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." || len(p) > kv.MaxNameLen {
-			im.Log.Warn("skipped an object whose key is not a path", "key", o.key)
-			return 0, nil
-		}
+	if !valid {
+		im.Log.Warn("skipped an object whose key is not a path", "key", o.key)
+		return 0, nil
 	}
-	dirParts := parts[:len(parts)-1]
+	dirPath := path.Dir(rel)
 	if marker {
-		dirParts = parts
+		dirPath = rel
 	}
-	dir, err := im.s3Dir(dirs, dirParts)
+	dir, err := im.mkdirs(dirs, dirPath)
 	if err != nil {
 		im.Log.Warn("skipped an object", "key", o.key, "err", err)
 		return 0, nil
@@ -276,13 +271,12 @@ func (im *Importer) addObject(idx int, c *spec.S3, dirs map[string]uint64, o s3O
 	if marker {
 		return 0, nil
 	}
-	name := parts[len(parts)-1]
 	n := kv.NewInode{Mode: kv.S_IFREG | 0o644, Uid: im.owner.UID, Gid: im.owner.GID, Mtime: o.mtime.UnixNano(),
 		Origin: &kv.Origin{Source: uint32(idx), Key: o.key, ID: o.etag}}
 	if o.size > 0 {
 		n.Remote, n.Size = true, uint64(o.size)
 	}
-	a, err := im.Store.Create(dir, name, n)
+	a, err := im.Store.Create(dir, path.Base(rel), n)
 	if err == kv.ErrExist {
 		im.Log.Warn("skipped an object whose path is taken (a directory of the same name?)", "key", o.key)
 		return 0, nil
@@ -296,27 +290,48 @@ func (im *Importer) addObject(idx int, c *spec.S3, dirs map[string]uint64, o s3O
 	return 0, nil
 }
 
-// s3Dir returns the directory at parts under the source, making it.
-func (im *Importer) s3Dir(dirs map[string]uint64, parts []string) (uint64, error) {
-	key := strings.Join(parts, "/")
-	if ino, ok := dirs[key]; ok {
+// s3Rel maps an object key to its path below the source's directory
+// ("prefix/a/b.csv" is "a/b.csv"; slashes after the prefix are dropped).
+// marker says the key ends in "/" (a directory marker); rel is "" for the
+// prefix's own marker; valid is false for a key that cannot be a path
+// ("..", "a//b", a name over 255 bytes).
+func s3Rel(c *spec.S3, key string) (rel string, marker, valid bool) {
+	rel = strings.TrimLeft(strings.TrimPrefix(key, c.Prefix), "/")
+	marker = strings.HasSuffix(rel, "/")
+	rel = strings.TrimSuffix(rel, "/")
+	for _, p := range strings.Split(rel, "/") {
+		if p == "" || p == "." || p == ".." || len(p) > kv.MaxNameLen {
+			return rel, marker, false
+		}
+	}
+	return rel, marker, true
+}
+
+// mkdirs returns the directory at rel (slash-separated, "" or "." for
+// the source's own directory, which dirs must hold under ""), making it
+// and its parents as needed; dirs remembers the directories made.
+func (im *Importer) mkdirs(dirs map[string]uint64, rel string) (uint64, error) {
+	if rel == "." {
+		rel = ""
+	}
+	if ino, ok := dirs[rel]; ok {
 		return ino, nil
 	}
-	parent, err := im.s3Dir(dirs, parts[:len(parts)-1])
+	parent, err := im.mkdirs(dirs, path.Dir(rel))
 	if err != nil {
 		return 0, err
 	}
-	name := parts[len(parts)-1]
+	name := path.Base(rel)
 	a, err := im.Store.Create(parent, name, kv.NewInode{Mode: kv.S_IFDIR | 0o755, Uid: im.owner.UID, Gid: im.owner.GID})
 	if err == kv.ErrExist {
 		if a, err = im.Store.Lookup(parent, name); err == nil && !a.IsDir() {
-			err = fmt.Errorf("%s is a file, not a directory", path.Join(parts...))
+			err = fmt.Errorf("%s is a file, not a directory", rel)
 		}
 	}
 	if err != nil {
 		return 0, err
 	}
-	dirs[key] = a.Ino
+	dirs[rel] = a.Ino
 	return a.Ino, nil
 }
 
