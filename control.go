@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/computerfs/computerfs/kv"
@@ -173,16 +174,9 @@ func (c *Client) call(ctx context.Context, method, path string, out any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return fmt.Errorf("workspace daemon: %s", bytesTrim(msg))
+		return fmt.Errorf("workspace daemon: %s", strings.TrimSpace(string(msg)))
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-func bytesTrim(b []byte) string {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return string(b)
 }
 
 // Status asks the daemon to describe its workspace.

@@ -70,14 +70,12 @@ func procInfo(pid uint32) (comm, sandbox string) {
 		return comm, ""
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		_, path, ok := strings.Cut(line, ":/")
-		if !ok {
+		// hierarchy-ID:controllers:path
+		fields := strings.SplitN(line, ":", 3)
+		if len(fields) != 3 {
 			continue
 		}
-		if _, path, ok = strings.Cut(path, ":/"); !ok {
-			_, path, _ = strings.Cut(line, ":/")
-		}
-		parts := strings.Split(path, "/")
+		parts := strings.Split(fields[2], "/")
 		for i := 0; i+1 < len(parts); i++ {
 			if strings.HasPrefix(parts[i], "computerfs-sandbox") {
 				return comm, strings.TrimSuffix(parts[i+1], "-init")

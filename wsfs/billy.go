@@ -3,6 +3,7 @@ package wsfs
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -110,7 +111,7 @@ func (b *Billy) TempFile(dir, prefix string) (billy.File, error) {
 		var r [8]byte
 		rand.Read(r[:])
 		f, err := b.OpenFile(path.Join(dir, prefix+hex.EncodeToString(r[:])), O_RDWR|O_CREATE|O_EXCL, 0o666)
-		if err == nil || !isExist(err) {
+		if err == nil || !errors.Is(err, syscall.EEXIST) {
 			return f, err
 		}
 	}

@@ -1,7 +1,7 @@
 package wsfs
 
 import (
-	"io/fs"
+	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -35,7 +35,7 @@ func (f *FS) MkdirAll(p string, perm uint32) error {
 			}
 			continue
 		}
-		if err := f.Mkdir(cur, perm); err != nil && !isExist(err) {
+		if err := f.Mkdir(cur, perm); err != nil && !errors.Is(err, syscall.EEXIST) {
 			return err
 		}
 	}
@@ -276,13 +276,4 @@ func (f *FS) WriteFile(p string, data []byte, perm uint32) error {
 		return err
 	}
 	return file.Close()
-}
-
-func isExist(err error) bool { return kv.Errno(unwrapPath(err)) == syscall.EEXIST }
-
-func unwrapPath(err error) error {
-	if pe, ok := err.(*fs.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
