@@ -203,26 +203,20 @@ func (s *Store) fetch(ino uint64) error {
 		return fmt.Errorf("fetch %q: %w", o.Key, err)
 	}
 	defer rc.Close()
-	buf := make([]byte, min(fetchBatch, max(size, 1)))
+	buf := make([]byte, min(fetchBatch, size))
 	var off, blocks uint64
 	for {
-		n, rerr := io.ReadFull(rc, buf)
+		n, rerr := io.ReadFull(rc, buf[:min(uint64(len(buf)), size-off)])
 		switch {
-		case rerr == io.ErrUnexpectedEOF || rerr == io.EOF:
-			rerr = nil
+		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+			return fmt.Errorf("fetch %q: the source has %d bytes, %d were recorded at import", o.Key, off+uint64(n), size)
 		case rerr != nil:
 			return fmt.Errorf("fetch %q: %w", o.Key, rerr)
 		}
-		if off+uint64(n) > size {
-			return fmt.Errorf("fetch %q: the source has more than the %d bytes recorded at import", o.Key, size)
-		}
-		last := n < len(buf) || off+uint64(n) == size
-		if last && off+uint64(n) < size {
-			return fmt.Errorf("fetch %q: the source has %d bytes, %d were recorded at import", o.Key, off+uint64(n), size)
-		}
+		last := off+uint64(n) == size
 		if last {
-			// A source that has exactly size bytes ends here; one with more
-			// must not pass for complete.
+			// The recorded size is read; a source with more must not pass
+			// for complete.
 			var probe [1]byte
 			if m, _ := rc.Read(probe[:]); m > 0 {
 				return fmt.Errorf("fetch %q: the source has more than the %d bytes recorded at import", o.Key, size)
