@@ -14,7 +14,7 @@ help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/computerfs and bin/sandboxctl
-	$(GO) build -o $(BIN)/computerfs ./cmd/computerfs
+	$(GO) build -tags '$(TAGS)' -o $(BIN)/computerfs ./cmd/computerfs
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
 test: lint ## run every test under -race (needs root and /dev/fuse)

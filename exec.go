@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/sandbox"
+	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sandbox/shell"
 )
 
@@ -27,6 +29,9 @@ type ExecRequest struct {
 	Env     []string `json:"env,omitempty"`
 	Timeout string   `json:"timeout,omitempty"` // a Go duration
 	Stdin   []byte   `json:"stdin,omitempty"`
+	// Network is "none" (default) or "host": the sandbox's network. The
+	// daemon refuses "host" unless it was started allowing it.
+	Network string `json:"network,omitempty"`
 }
 
 // ExecResult is how a command ended.
@@ -37,7 +42,11 @@ type ExecResult struct {
 	DurationMs int64  `json:"duration_ms"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	Stopped    string `json:"stopped,omitempty"`
-	Request    string `json:"request"` // the id the journal names its changes by
+	Request    string `json:"request"` // the id the journal names the shell's changes by
+	// Sandbox only: peak memory of the sandbox and CPU time of its
+	// processes.
+	PeakMemory int64 `json:"peak_memory,omitempty"`
+	CPUTimeMs  int64 `json:"cpu_time_ms,omitempty"`
 }
 
 // execEvent is one line of the streamed answer: output, or the end.
@@ -50,30 +59,114 @@ type execEvent struct {
 
 var execSeq atomic.Uint64
 
-// errNoSandbox: the daemon cannot run the sandbox backend yet.
-var errNoSandbox = errors.New("the sandbox backend is not wired into the daemon yet: run native programs with sandboxctl run -w MOUNTPOINT")
+// SandboxOptions configure the daemon's sandbox backend: what every
+// sandboxed command shares.
+type SandboxOptions struct {
+	// Base is the sandbox's options: rootfs, user, limits, state
+	// directory. Base.User nil: the user that owns the workspace's root if
+	// it is one of the sandbox's mapped host ids (100000 to 165535, as
+	// mount --owner 101000:101000 makes it), else sandbox.DefaultUser.
+	Base sandbox.Options
+	// AllowNetwork lets a request ask for the host's network.
+	AllowNetwork bool
+}
+
+// setBackends makes the workspace's exec backends: the shell fast path
+// always, the sandbox when the daemon was started with one and other
+// users (the sandbox's) can use the mount.
+func (w *Workspace) setBackends(opts MountOptions) {
+	w.shell = &shell.Backend{FS: w.FS}
+	switch {
+	case opts.Sandbox == nil:
+		w.noSandbox = "the daemon was started without the sandbox backend"
+	case opts.Private:
+		w.noSandbox = "the mount is private (--private), so the sandbox's users cannot reach it"
+	default:
+		w.sandbox = &workspaceSandbox{store: w.Store, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}}
+		w.allowNetwork = opts.Sandbox.AllowNetwork
+	}
+}
+
+// workspaceSandbox is the sandbox backend that, unless told a user, runs
+// commands as the owner of the workspace's root at the time of the call.
+type workspaceSandbox struct {
+	store *kv.Store
+	sb    sandbox.Backend
+}
+
+func (s *workspaceSandbox) Name() string { return s.sb.Name() }
+
+func (s *workspaceSandbox) Exec(ctx context.Context, command string, opts backend.Options) (backend.Result, error) {
+	b := s.sb
+	if b.Base.User == nil {
+		b.Base.User = sandboxUser(s.store)
+	}
+	return b.Exec(ctx, command, opts)
+}
+
+// sandboxUser is who sandboxed commands run as: the owner of the
+// workspace's root when the sandbox maps that host id, so that they can
+// write where the workspace's owner can.
+func sandboxUser(st *kv.Store) *sandbox.User {
+	u := sandbox.DefaultUser
+	if a, err := st.GetAttr(kv.RootIno); err == nil {
+		if in, ok := sandbox.InsideID(a.Uid); ok {
+			u.UID = in
+			if g, ok := sandbox.InsideID(a.Gid); ok {
+				u.GID = g
+			}
+		}
+	}
+	return &u
+}
 
 // route picks the backend for a request.
-func route(req *ExecRequest) (backend, why string, err error) {
+func (w *Workspace) route(req *ExecRequest) (b backend.Backend, why string, err error) {
+	switch req.Network {
+	case "", "none":
+	case "host":
+		if w.sandbox != nil && !w.allowNetwork {
+			return nil, "", errors.New("network host: the daemon does not allow the sandbox the host's network (mount --sandbox-network)")
+		}
+	default:
+		return nil, "", fmt.Errorf("network %q: want none or host", req.Network)
+	}
 	switch req.Backend {
 	case "", "auto":
-		if ok, reason := shell.CanRun(req.Command); !ok {
-			return "", "", fmt.Errorf("auto: %s, which needs the sandbox; %w", reason, errNoSandbox)
+		if req.Network == "host" {
+			if w.sandbox == nil {
+				return nil, "", fmt.Errorf("auto: the host's network needs the sandbox, and %s", w.noSandbox)
+			}
+			return w.sandbox, "the host's network was asked for, which only the sandbox has", nil
 		}
-		return "shell", "every command in the script is built into the fast path", nil
+		ok, reason := shell.CanRun(req.Command)
+		if ok {
+			return w.shell, "every command in the script is built into the fast path", nil
+		}
+		if w.sandbox == nil {
+			return nil, "", fmt.Errorf("auto: %s, which needs the sandbox, and %s", reason, w.noSandbox)
+		}
+		return w.sandbox, reason, nil
 	case "shell":
-		return "shell", "asked for", nil
+		if req.Network == "host" {
+			return nil, "", errors.New("the shell fast path has no network: use the sandbox backend")
+		}
+		return w.shell, "asked for", nil
 	case "sandbox":
-		return "", "", errNoSandbox
+		if w.sandbox == nil {
+			return nil, "", errors.New("no sandbox backend: " + w.noSandbox)
+		}
+		return w.sandbox, "asked for", nil
 	}
-	return "", "", fmt.Errorf("unknown backend %q (shell, sandbox or auto)", req.Backend)
+	return nil, "", fmt.Errorf("unknown backend %q (shell, sandbox or auto)", req.Backend)
 }
 
 // Exec runs a command on the workspace, its output going to stdout and
-// stderr as it comes. Changes are journaled as the entry point "shell" and
-// the result's request id.
+// stderr as it comes. The shell fast path's changes are journaled as the
+// entry point "shell" and the result's request id; the sandbox's come
+// through the mount and name the sandbox.
 func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error) {
-	backend, why, err := route(&req)
+	b, why, err := w.route(&req)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -84,16 +177,15 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 		}
 	}
 	id := strconv.FormatUint(execSeq.Add(1), 10)
-	fs := w.FS.As(kv.Actor{Entry: "shell", Request: id})
-	fs.SetRootPrefix("/workspace")
-	sh := shell.New(fs, shell.Options{})
-	res, err := sh.Exec(ctx, req.Command, shell.ExecOptions{Cwd: req.Cwd, Env: req.Env,
-		Stdin: bytes.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, Timeout: timeout})
+	res, err := b.Exec(ctx, req.Command, backend.Options{Cwd: req.Cwd, Env: req.Env,
+		Stdin: bytes.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, Timeout: timeout,
+		Network: req.Network, Request: id})
 	if err != nil {
 		return ExecResult{}, err
 	}
-	return ExecResult{ExitCode: res.ExitCode, Backend: backend, Why: why, DurationMs: res.Duration.Milliseconds(),
-		Truncated: res.Truncated, Stopped: res.Stopped, Request: id}, nil
+	return ExecResult{ExitCode: res.ExitCode, Backend: b.Name(), Why: why, DurationMs: res.Duration.Milliseconds(),
+		Truncated: res.Truncated, Stopped: res.Stopped, Request: id,
+		PeakMemory: res.PeakMemory, CPUTimeMs: res.CPUTime.Milliseconds()}, nil
 }
 
 // eventWriter streams one of a command's outputs as events.
@@ -126,7 +218,7 @@ func (w *Workspace) serveExec(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "exec request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if _, _, err := route(&req); err != nil {
+	if _, _, err := w.route(&req); err != nil {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
 		return
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
@@ -38,6 +39,9 @@ type MountOptions struct {
 	HTTPClient *http.Client
 	// NoJournal keeps no journal: for measuring what the journal costs.
 	NoJournal bool
+	// Sandbox enables the sandbox exec backend (nil: only the shell fast
+	// path). The program must call sandbox.Init first in main.
+	Sandbox *SandboxOptions
 }
 
 // Workspace is a mounted store.
@@ -57,6 +61,11 @@ type Workspace struct {
 	log        *slog.Logger
 	closeOnce  sync.Once
 	closeErr   error
+
+	shell        backend.Backend
+	sandbox      backend.Backend // nil: noSandbox says why
+	noSandbox    string
+	allowNetwork bool
 }
 
 // openStore opens a workspace's store with the options' tuning.
@@ -109,6 +118,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	}
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, srv: srv, log: opts.Logger}
 	w.FS.SetNotifier(fs.NewNotifier(srv))
+	w.setBackends(opts)
 	if err := w.serveControl(); err != nil {
 		w.Unmount()
 		return nil, err

@@ -21,6 +21,7 @@ git init -q -b main "$demo/src"
 	mkdir -p cmd/app
 	printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello from the demo app") }\n' >cmd/app/main.go
 	printf '# app\n\nA demo project for computerfs.\n' >README.md
+	printf 'module example.com/app\n\ngo 1.21\n' >go.mod
 	git add -A
 	gitc commit -q -m "Initial commit"
 )
@@ -62,6 +63,9 @@ echo "== an upstream commit, brought in with computerfs refresh"
 echo "== a command on the shell fast path (in the daemon, on the store), and the journal"
 "$bin" exec -w "$ws" -- 'grep -rn hello app/cmd && echo "fixed" >> BUG_REPORT.md'
 "$bin" log -w "$ws" | tail -3
+
+echo "== a native program: auto routes it to the sandbox (-v says so)"
+"$bin" exec -v -w "$ws" -- 'gcc --version | head -1'
 
 echo "== unmount, mount again: the workspace is still there (no second import)"
 "$bin" unmount "$ws"

@@ -28,7 +28,9 @@ func cmdExec(args []string, stdout, stderr io.Writer) error {
 	mount := fset.String("w", "", "the workspace's mount point")
 	backend := fset.String("backend", "auto", "shell (in the daemon, on the store), sandbox, or auto (shell when every command is built in)")
 	cwd := fset.String("cwd", "", "working directory (default /workspace)")
+	network := fset.String("network", "", "the sandbox's network: none (default) or host (if the daemon allows it)")
 	timeout := fset.String("timeout", "", "stop the command after this long (e.g. 30s)")
+	verbose := fset.Bool("v", false, "say on stderr which backend ran the command, why, and how it ended")
 	var env listFlag
 	fset.Var(&env, "env", "KEY=VALUE for the command's environment (repeatable)")
 	pos, err := parseInterleaved(fset, args)
@@ -39,7 +41,7 @@ func cmdExec(args []string, stdout, stderr io.Writer) error {
 		fset.Usage()
 		return &exitError{2, errors.New("exec needs -w MOUNTPOINT and a command, as: computerfs exec -w /mnt/ws -- 'ls -l'")}
 	}
-	req := computerfs.ExecRequest{Command: strings.Join(pos, " "), Backend: *backend, Cwd: *cwd, Env: env, Timeout: *timeout}
+	req := computerfs.ExecRequest{Command: strings.Join(pos, " "), Backend: *backend, Cwd: *cwd, Env: env, Timeout: *timeout, Network: *network}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		if req.Stdin, err = io.ReadAll(io.LimitReader(os.Stdin, 16<<20)); err != nil {
 			return err
@@ -54,6 +56,13 @@ func cmdExec(args []string, stdout, stderr io.Writer) error {
 	res, err := c.Exec(ctx, req, stdout, stderr)
 	if err != nil {
 		return err
+	}
+	if *verbose {
+		fmt.Fprintf(stderr, "computerfs exec: backend %s (%s), exit %d, %d ms", res.Backend, res.Why, res.ExitCode, res.DurationMs)
+		if res.PeakMemory > 0 {
+			fmt.Fprintf(stderr, ", peak memory %d KiB, CPU %d ms", res.PeakMemory>>10, res.CPUTimeMs)
+		}
+		fmt.Fprintf(stderr, ", request %s\n", res.Request)
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(stderr, "computerfs exec: stopped: %s\n", res.Stopped)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/sandbox"
+	"github.com/computerfs/computerfs/spec"
 )
 
 const usage = `computerfs: a durable workspace file system for agents
@@ -39,6 +41,7 @@ Run 'computerfs COMMAND -h' for a command's flags.
 `
 
 func main() {
+	sandbox.Init() // the sandbox backend starts this binary again as a sandbox's init
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errSilent) {
 			fmt.Fprintln(os.Stderr, "computerfs:", err)
@@ -149,6 +152,11 @@ func cmdMount(args []string, stderr io.Writer) error {
 	format := fset.String("log-format", "text", "log format: text or json")
 	logFile := fset.String("log-file", "", "with --background, the daemon's log file (default STORE/daemon.log)")
 	readyFD := fset.Int("ready-fd", -1, "internal: file descriptor to report readiness on")
+	noSandbox := fset.Bool("no-sandbox", false, "no sandbox backend for exec: only the shell fast path")
+	sbRootfs := fset.String("sandbox-rootfs", "", "the sandbox's root file system: an unpacked tree (default: the host's userland, read-only)")
+	sbNetwork := fset.Bool("sandbox-network", false, "let exec requests ask for the host's network in the sandbox (--network host)")
+	sbMemory := fset.String("sandbox-memory", "", "memory limit of each sandboxed command (e.g. 2G; default none)")
+	sbPids := fset.Int64("sandbox-pids", 4096, "processes and threads of each sandboxed command at once (0: no limit)")
 	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
@@ -167,6 +175,20 @@ func cmdMount(args []string, stderr io.Writer) error {
 	log, err := newLogger(stderr, *level, *format)
 	if err != nil {
 		return &exitError{2, err}
+	}
+	var sb *computerfs.SandboxOptions
+	if !*noSandbox {
+		sb = &computerfs.SandboxOptions{AllowNetwork: *sbNetwork}
+		sb.Base.Rootfs = *sbRootfs
+		sb.Base.Limits.Pids = *sbPids
+		if *sbMemory != "" {
+			if sb.Base.Limits.Memory, err = spec.ParseSize(*sbMemory); err != nil || sb.Base.Limits.Memory <= 0 {
+				return &exitError{2, fmt.Errorf("--sandbox-memory %q: want a size such as 512M or 2G", *sbMemory)}
+			}
+		}
+		if *sbPids < 0 {
+			return &exitError{2, fmt.Errorf("--sandbox-pids must not be negative, not %d", *sbPids)}
+		}
 	}
 	if *specFile != "" {
 		o, err := parseOwner(*owner)
@@ -190,6 +212,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private,
 		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, Debug: *debug, Logger: log, NoJournal: *noJournal,
+		Sandbox: sb,
 	})
 	if err != nil {
 		ready(err)

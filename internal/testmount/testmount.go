@@ -48,7 +48,7 @@ func binary(t testing.TB, race bool) string {
 			return
 		}
 		b.path = filepath.Join(dir, "computerfs")
-		args := []string{"build", "-o", b.path}
+		args := []string{"build", "-tags", "seccomp", "-o", b.path}
 		if race {
 			args = append(args, "-race")
 		}

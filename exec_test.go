@@ -1,0 +1,133 @@
+package computerfs_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/internal/testmount"
+)
+
+// execOn runs a request through the daemon's control socket.
+func execOn(t *testing.T, mount string, req computerfs.ExecRequest) (computerfs.ExecResult, string, string, error) {
+	t.Helper()
+	c, err := computerfs.Dial(mount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb strings.Builder
+	res, err := c.Exec(ctx, req, &out, &errb)
+	return res, out.String(), errb.String(), err
+}
+
+func TestExecSandbox(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
+	// The sandbox's default user is host uid 101000: give it the workspace.
+	if err := os.Chown(m.Dir, 101000, 101000); err != nil {
+		t.Fatal(err)
+	}
+
+	res, out, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox",
+		Command: `id -u; pwd; echo made > by-sandbox; readlink /proc/self/exe; echo oops >&2; exit 3`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backend != "sandbox" || res.ExitCode != 3 || out != "1000\n/workspace\n/usr/bin/readlink\n" || errOut != "oops\n" {
+		t.Fatalf("sandbox exec: %+v stdout %q stderr %q", res, out, errOut)
+	}
+	if res.PeakMemory <= 0 {
+		t.Errorf("no peak memory reported: %+v", res)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(m.Dir, "by-sandbox"), &st); err != nil || st.Uid != 101000 {
+		t.Fatalf("file written in the sandbox: %v uid %d", err, st.Uid)
+	}
+	logOut, err := exec.Command(testmount.Binary(t), "log", "-w", m.Dir, "--path", "/by-sandbox", "--json").CombinedOutput()
+	if err != nil || !strings.Contains(string(logOut), `"sandbox":"`) {
+		t.Fatalf("the journal does not name the sandbox: %v\n%s", err, logOut)
+	}
+
+	// auto: a native program goes to the sandbox and the result says why;
+	// the shell's own commands stay on the fast path.
+	res, out, _, err = execOn(t, m.Dir, computerfs.ExecRequest{Command: `gcc -dumpmachine | tr -d 0-9`})
+	if err != nil || res.Backend != "sandbox" || !strings.Contains(res.Why, "gcc is not built in") || !strings.Contains(out, "linux-gnu") {
+		t.Fatalf("auto with gcc: %v %+v %q", err, res, out)
+	}
+	res, out, _, err = execOn(t, m.Dir, computerfs.ExecRequest{Command: `cat by-sandbox`})
+	if err != nil || res.Backend != "shell" || out != "made\n" {
+		t.Fatalf("auto with cat: %v %+v %q", err, res, out)
+	}
+
+	// Stdin, env and cwd reach the program.
+	if err := os.Mkdir(filepath.Join(m.Dir, "sub"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	res, out, _, err = execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Cwd: "sub", Env: []string{"GREETING=hi"},
+		Stdin: []byte("one\ntwo\n"), Command: `echo "$GREETING $(pwd)"; wc -l`})
+	if err != nil || res.ExitCode != 0 || out != "hi /workspace/sub\n2\n" {
+		t.Fatalf("stdin/env/cwd: %v %+v %q", err, res, out)
+	}
+
+	// A timeout kills the whole tree and reads as 124 on both backends.
+	start := time.Now()
+	res, _, _, err = execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Timeout: "1s", Command: `sleep 30 & sleep 30`})
+	if err != nil || res.ExitCode != 124 || res.Stopped != "timeout" || time.Since(start) > 20*time.Second {
+		t.Fatalf("timeout: %v %+v after %v", err, res, time.Since(start))
+	}
+
+	// The host's network is refused unless the daemon allows it; a
+	// missing program is 127.
+	if _, _, _, err = execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Network: "host", Command: "true"}); err == nil || !strings.Contains(err.Error(), "--sandbox-network") {
+		t.Fatalf("network host allowed: %v", err)
+	}
+	res, _, errOut, err = execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: "no-such-program-x"})
+	if err != nil || res.ExitCode != 127 || !strings.Contains(errOut, "not found") {
+		t.Fatalf("missing program: %v %+v %q", err, res, errOut)
+	}
+
+	// The CLI: exit status and -v's report of the backend.
+	cmd := exec.Command(testmount.Binary(t), "exec", "-v", "-w", m.Dir, "--", "gcc -dumpmachine; exit 5")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	if cmd.ProcessState.ExitCode() != 5 || stdout.String() == "" || !strings.Contains(stderr.String(), "backend sandbox") {
+		t.Fatalf("computerfs exec -v: exit %d stdout %q stderr %q", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
+	}
+}
+
+func TestExecNoSandbox(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--no-sandbox")
+	_, _, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: "true"})
+	if err == nil || !strings.Contains(err.Error(), "started without the sandbox") {
+		t.Fatalf("sandbox on a daemon without one: %v", err)
+	}
+	_, _, _, err = execOn(t, m.Dir, computerfs.ExecRequest{Command: "gcc --version"})
+	if err == nil || !strings.Contains(err.Error(), "gcc is not built in") {
+		t.Fatalf("auto with gcc on a daemon without sandbox: %v", err)
+	}
+	res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Command: "echo ok"})
+	if err != nil || res.Backend != "shell" || out != "ok\n" {
+		t.Fatalf("shell: %v %+v %q", err, res, out)
+	}
+}
+
+// The sandbox runs as the owner of the workspace's root when the
+// sandbox maps that id.
+func TestExecSandboxUserIsOwner(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
+	if err := os.Chown(m.Dir, 100000+4242, 100000+77); err != nil {
+		t.Fatal(err)
+	}
+	res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: `echo "$(id -u):$(id -g)"; touch mine`})
+	if err != nil || res.ExitCode != 0 || out != "4242:77\n" {
+		t.Fatalf("%v %+v %q", err, res, out)
+	}
+}
