@@ -1,0 +1,17 @@
+package shell
+
+import "testing"
+
+// For the external tests (package shell_test), which need the daemon.
+
+// CorpusCommands returns the commands of the differential corpus.
+func CorpusCommands(t testing.TB) []string {
+	var out []string
+	for _, e := range readCorpus(t) {
+		out = append(out, e.cmd)
+	}
+	return out
+}
+
+// WriteFixtureDir writes the corpus's fixture tree under root.
+func WriteFixtureDir(t testing.TB, root string) { writeFixtureDir(t, root) }
