@@ -263,7 +263,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 		return ExecResult{}, errors.New(strings.TrimSpace(string(msg)))
 	}
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), maxExecRequest)
+	sc.Buffer(make([]byte, 0, 4<<10), maxExecRequest)
 	for sc.Scan() {
 		var ev execEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
@@ -277,6 +277,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 		case ev.Error != "":
 			return ExecResult{}, errors.New(ev.Error)
 		case ev.Result != nil:
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // to the end, so the connection is reused
 			return *ev.Result, nil
 		}
 	}
