@@ -85,6 +85,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 		if c.stdin == nil {
 			c.stdin = strings.NewReader("")
 		}
+		c.stdin = stoppableReader{c.stdin, ctx}
 		c.out = bufio.NewWriterSize(hc.Stdout, 32<<10)
 		var code int
 		switch name {
@@ -191,7 +192,11 @@ func (c *cmd) openFlags(p string, flag int, perm uint32) (vfile, error) {
 	if p == "-" && flag == O_RDONLY {
 		return stdStream{r: c.stdin}, nil
 	}
-	return c.r.sh.ns.open(c.abs(p), flag, perm, c.stdin, c.out, c.stderr)
+	f, err := c.r.sh.ns.open(c.abs(p), flag, perm, c.stdin, c.out, c.stderr)
+	if err != nil {
+		return nil, err
+	}
+	return stoppable{f, c.ctx}, nil
 }
 
 func (c *cmd) create(p string) (vfile, error) {

@@ -259,7 +259,7 @@ func (r *run) openHandler(ctx context.Context, p string, flag int, perm os.FileM
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p, Err: errno(err)}
 	}
-	return f, nil
+	return stoppable{f, ctx}, nil
 }
 
 func (r *run) statHandler(ctx context.Context, p string, follow bool) (fs.FileInfo, error) {

@@ -83,6 +83,11 @@ type ExecOptions struct {
 	// (then it is stopped with status 125). 0 means DefaultMaxCommands,
 	// negative no limit.
 	MaxCommands int64
+	// MaxMemory bounds how far the daemon's heap may grow while the
+	// script runs; past it the script is stopped (status 125). 0 means
+	// DefaultMaxMemory, negative no limit. The heap is the process's:
+	// see memWatch.
+	MaxMemory int64
 }
 
 // Defaults of ExecOptions.
@@ -211,6 +216,12 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		defer c2()
 	}
 	lw.onFull = func() { cancel(errOutputLimit) }
+	if maxMem := opts.MaxMemory; maxMem >= 0 {
+		if maxMem == 0 {
+			maxMem = DefaultMaxMemory
+		}
+		defer watch.add(uint64(maxMem), func() { cancel(errMemoryLimit) })()
+	}
 
 	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw}
 	if r.maxCmds == 0 {
@@ -248,6 +259,8 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	switch {
 	case errors.Is(cause, errOutputLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "output limit"
+	case errors.Is(cause, errMemoryLimit):
+		res.ExitCode, res.Stopped = ExitLimit, "memory limit"
 	case errors.Is(cause, errCommandLimit) || errors.Is(err, errCommandLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "command limit"
 	case errors.Is(cause, context.DeadlineExceeded):
