@@ -155,7 +155,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	noSandbox := fset.Bool("no-sandbox", false, "no sandbox backend for exec: only the shell fast path")
 	sbRootfs := fset.String("sandbox-rootfs", "", "the sandbox's root file system: an unpacked tree (default: the host's userland, read-only)")
 	sbNetwork := fset.Bool("sandbox-network", false, "let exec requests ask for the host's network in the sandbox (--network host)")
-	sbMemory := fset.String("sandbox-memory", "", "memory limit of each sandboxed command (e.g. 2G; default none)")
+	sbMemory := fset.String("sandbox-memory", "4G", "memory limit of each sandboxed command, page cache and /tmp included (0: none)")
 	sbPids := fset.Int64("sandbox-pids", 4096, "processes and threads of each sandboxed command at once (0: no limit)")
 	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parseInterleaved(fset, args)
@@ -181,10 +181,8 @@ func cmdMount(args []string, stderr io.Writer) error {
 		sb = &computerfs.SandboxOptions{AllowNetwork: *sbNetwork}
 		sb.Base.Rootfs = *sbRootfs
 		sb.Base.Limits.Pids = *sbPids
-		if *sbMemory != "" {
-			if sb.Base.Limits.Memory, err = spec.ParseSize(*sbMemory); err != nil || sb.Base.Limits.Memory <= 0 {
-				return &exitError{2, fmt.Errorf("--sandbox-memory %q: want a size such as 512M or 2G", *sbMemory)}
-			}
+		if sb.Base.Limits.Memory, err = spec.ParseSize(*sbMemory); err != nil || sb.Base.Limits.Memory < 0 {
+			return &exitError{2, fmt.Errorf("--sandbox-memory %q: want a size such as 512M or 2G, or 0 for none", *sbMemory)}
 		}
 		if *sbPids < 0 {
 			return &exitError{2, fmt.Errorf("--sandbox-pids must not be negative, not %d", *sbPids)}
