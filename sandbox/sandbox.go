@@ -123,6 +123,10 @@ type Result struct {
 	// OutputLimited: the output passed Limits.OutputBytes, was cut there
 	// and the sandbox was killed.
 	OutputLimited bool
+	// Warm: the program ran in a sandbox a Pool had started before it
+	// was asked (Duration, PeakMemory and CPUTime then count from the
+	// moment the sandbox was handed the command).
+	Warm bool
 }
 
 // StartError is returned by Run when the program could not be started:
@@ -329,7 +333,16 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("sandbox: start: %w", startErr(err))
 	}
+	return r.supervise(ctx, start, counters{})
+}
 
+// supervise follows the sandbox whose pid 1 (r.process) has been told
+// what to run at start: it kills the sandbox on timeout or cancellation,
+// passes signals on, waits for the end of every process and returns the
+// Result, with what the cgroups counted since base.
+func (r *run) supervise(ctx context.Context, start time.Time, base counters) (Result, error) {
+	var res Result
+	p := r.process
 	// Kill the sandbox on timeout or cancellation.
 	done := make(chan struct{})
 	var timedOut, cancelled bool
@@ -399,7 +412,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	close(done)
 	<-killed
 
-	r.stats(&res)
+	r.stats(&res, base)
 	status := <-statusDone
 	res.TimedOut = timedOut
 	r.mu.Lock()
@@ -420,6 +433,8 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	var startErr error
 	if s, ok := parseStatus(status); ok {
 		switch {
+		case s.cwdErrno != 0:
+			startErr = fmt.Errorf("sandbox: working directory %s does not exist in the sandbox: %w", r.cwd(), s.cwdErrno)
 		case s.errno != 0:
 			startErr = &StartError{Program: r.opts.Args[0], Err: s.errno}
 		case s.signal != 0 && !ws.Signaled():

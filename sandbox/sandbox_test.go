@@ -25,6 +25,9 @@ var stateDir string
 
 func TestMain(m *testing.M) {
 	sandbox.Init()
+	if state := os.Getenv(poolHelperEnv); state != "" {
+		os.Exit(poolHelper(state))
+	}
 	dir, err := os.MkdirTemp("", "sandbox-state-")
 	if err == nil {
 		err = os.Chmod(dir, 0o755)
