@@ -291,6 +291,7 @@ func (p *Pool) prestart() (w *warmSandbox, err error) {
 		return w, fmt.Errorf("sandbox: pre-started sandbox did not answer: %v", err)
 	}
 	w.sock.SetReadDeadline(time.Time{})
+	r.cgroupPaths() // now rather than when the command comes
 	// Pid 1 leaves the pids limit once the program runs, as on a cold
 	// start: the program, forked by pid 1, must start in the limited
 	// cgroup.

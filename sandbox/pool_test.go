@@ -322,7 +322,7 @@ func TestPool(t *testing.T) {
 
 	t.Run("Output", func(t *testing.T) {
 		t.Parallel()
-		o := cmd("sh", "-c", "echo start >&2; yes")
+		o := cmd("sh", "-c", "echo start >&2; sleep 0.2; yes") // see TestLimits/Output
 		o.Limits.OutputBytes = 100000
 		out := poolRun(t, p, o)
 		warm(t, out)

@@ -189,7 +189,8 @@ type run struct {
 	limited bool  // the output limit was passed
 	killed  bool  // the sandbox was killed by us
 
-	initCgroup string // pid 1's own pids cgroup, under mu
+	initCgroup string            // pid 1's own pids cgroup, under mu
+	cgroups    map[string]string // see cgroupPaths, under mu
 }
 
 // initOutOfPids moves pid 1 (whose program now runs) to a pids cgroup of
@@ -198,11 +199,7 @@ type run struct {
 // cannot. The program stays in the sandbox's cgroup, whose limit then
 // drops from the program's plus pid 1's allowance to the program's.
 func (r *run) initOutOfPids(pid int) {
-	st, err := r.container.State()
-	if err != nil {
-		return
-	}
-	cg := st.CgroupPaths["pids"]
+	cg := r.cgroupPaths()["pids"]
 	if cg == "" {
 		return
 	}

@@ -21,11 +21,7 @@ type counters struct {
 // now (pid 1 alone, waiting) and returns the counters that cannot be reset.
 func (r *run) baseline() counters {
 	var c counters
-	st, err := r.container.State()
-	if err != nil {
-		return c
-	}
-	paths := st.CgroupPaths
+	paths := r.cgroupPaths()
 	if p := paths["memory"]; p != "" {
 		os.WriteFile(filepath.Join(p, "memory.max_usage_in_bytes"), []byte("0"), 0)
 		c.oomKills = readKey(filepath.Join(p, "memory.oom_control"), "oom_kill")
@@ -49,14 +45,7 @@ func (r *run) baseline() counters {
 // stats fills in what the sandbox's cgroups counted since base, read after
 // its last process has ended and before the cgroups are removed.
 func (r *run) stats(res *Result, base counters) {
-	if r.container == nil {
-		return
-	}
-	st, err := r.container.State()
-	if err != nil {
-		return
-	}
-	paths := st.CgroupPaths
+	paths := r.cgroupPaths()
 	if p := paths["memory"]; p != "" {
 		res.PeakMemory = readInt(filepath.Join(p, "memory.max_usage_in_bytes"))
 		res.OOMKilled = readKey(filepath.Join(p, "memory.oom_control"), "oom_kill") > base.oomKills
@@ -74,6 +63,19 @@ func (r *run) stats(res *Result, base counters) {
 		res.CPUTime = time.Duration(readKey(filepath.Join(p, "cpu.stat"), "usage_usec"))*time.Microsecond - base.cpu
 		res.PidsLimited = readKey(filepath.Join(p, "pids.events"), "max") > base.pidsLimit
 	}
+}
+
+// cgroupPaths are the sandbox's cgroups by controller ("" for cgroup v2),
+// asked of libcontainer once.
+func (r *run) cgroupPaths() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cgroups == nil && r.container != nil {
+		if st, err := r.container.State(); err == nil {
+			r.cgroups = st.CgroupPaths
+		}
+	}
+	return r.cgroups
 }
 
 func readInt(path string) int64 {
