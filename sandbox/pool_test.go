@@ -560,6 +560,13 @@ func TestPoolOwnerKilled(t *testing.T) {
 	if len(pids) < 2 {
 		t.Fatalf("processes of the pool: %v", pids)
 	}
+	// While the pool's process lives, GC leaves its sandboxes alone.
+	if removed, err := sandbox.GC(state); err != nil || len(removed) > 0 {
+		t.Fatalf("GC with the pool alive: %v %v", removed, err)
+	}
+	if n := len(pidsIn(state)); n < 2 {
+		t.Fatalf("GC with the pool alive: %d processes left", n)
+	}
 	helper.Process.Signal(syscall.SIGKILL)
 	helper.Wait()
 	for deadline := time.Now().Add(20 * time.Second); len(pidsIn(state)) > 0; {
