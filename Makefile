@@ -45,6 +45,7 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 1m -fuzzminimizetime 5s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzCommand -fuzztime 30s -fuzzminimizetime 5s ./sandbox/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh

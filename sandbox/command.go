@@ -87,10 +87,26 @@ func sendCommand(sock *os.File, c command, stdio [3]*os.File) error {
 	return nil
 }
 
-// receiveCommand reads a command from fd, a blocking socket, and makes the
-// files that came with it fds 0, 1 and 2. io.EOF: the socket was closed
-// before a command came.
-func receiveCommand(fd int) (command, error) {
+// receiveCommand reads a command from fd, a blocking socket, and returns
+// it with the descriptors of the stdin, stdout and stderr that came with
+// it (close-on-exec). io.EOF: the socket was closed before a command came.
+func receiveCommand(fd int) (command, [3]int, error) {
+	var stdio [3]int
+	c, fds, err := receive(fd)
+	if len(fds) == 3 && err == nil {
+		copy(stdio[:], fds)
+		return c, stdio, nil
+	}
+	for _, f := range fds {
+		unix.Close(f)
+	}
+	if err == nil {
+		err = fmt.Errorf("want 3 descriptors with the command, got %d", len(fds))
+	}
+	return command{}, stdio, err
+}
+
+func receive(fd int) (command, []int, error) {
 	var hdr [4]byte
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	var n, oobn int
@@ -102,37 +118,36 @@ func receiveCommand(fd int) (command, error) {
 		}
 	}
 	if err != nil {
-		return command{}, err
+		return command{}, nil, err
 	}
 	if n == 0 {
-		return command{}, io.EOF
+		return command{}, nil, io.EOF
 	}
+	var fds []int
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return command{}, errors.New("no descriptors with the command")
+	if err != nil {
+		return command{}, nil, err
 	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 3 {
-		return command{}, errors.New("want 3 descriptors with the command")
-	}
-	for i, f := range fds {
-		if err := unix.Dup3(f, i, 0); err != nil {
-			return command{}, err
+	for i := range msgs {
+		f, err := unix.ParseUnixRights(&msgs[i])
+		if err != nil {
+			return command{}, fds, err
 		}
-		unix.Close(f)
+		fds = append(fds, f...)
 	}
 	if err := readFull(fd, hdr[n:]); err != nil {
-		return command{}, err
+		return command{}, fds, err
 	}
 	size := binary.BigEndian.Uint32(hdr[:])
 	if size > maxCommand {
-		return command{}, fmt.Errorf("command of %d bytes", size)
+		return command{}, fds, fmt.Errorf("command of %d bytes", size)
 	}
 	body := make([]byte, size)
 	if err := readFull(fd, body); err != nil {
-		return command{}, err
+		return command{}, fds, err
 	}
-	return decodeCommand(body)
+	c, err := decodeCommand(body)
+	return c, fds, err
 }
 
 func readFull(fd int, b []byte) error {

@@ -158,9 +158,15 @@ func warmInit() int {
 	if _, err := unix.Write(5, []byte{'w'}); err != nil {
 		return 125
 	}
-	cmd, err := receiveCommand(5)
+	cmd, stdio, err := receiveCommand(5)
 	if err != nil {
 		return 125
+	}
+	for i, fd := range stdio {
+		if err := unix.Dup3(fd, i, 0); err != nil {
+			return 125
+		}
+		unix.Close(fd)
 	}
 	os.Clearenv()
 	for _, kv := range cmd.env {
