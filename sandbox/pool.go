@@ -68,6 +68,10 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	base.Args, base.Env, base.Cwd = nil, nil, ""
 	base.Stdin, base.Stdout, base.Stderr, base.Signals = nil, nil, nil, nil
 	base.Limits.Timeout, base.Limits.OutputBytes = 0, 0
+	if base.User != nil {
+		u := *base.User // the caller's may change
+		base.User = &u
+	}
 	r, err := newRun(&base)
 	if err != nil {
 		return nil, err
