@@ -431,7 +431,7 @@ func (r *run) supervise(ctx context.Context, start time.Time, base counters) (Re
 	if s, ok := parseStatus(status); ok {
 		switch {
 		case s.cwdErrno != 0:
-			startErr = fmt.Errorf("sandbox: working directory %s does not exist in the sandbox: %w", r.cwd(), s.cwdErrno)
+			startErr = fmt.Errorf("sandbox: working directory %s in the sandbox: %w", r.cwd(), s.cwdErrno)
 		case s.errno != 0:
 			startErr = &StartError{Program: r.opts.Args[0], Err: s.errno}
 		case s.signal != 0 && !ws.Signaled():
