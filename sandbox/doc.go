@@ -20,4 +20,12 @@
 // program, forwards signals to it, reaps orphans and reports how the
 // program ended. When the program ends, pid 1 exits and the kernel kills
 // whatever the program left running.
+//
+// A Pool keeps sandboxes started ahead of their command, for a fixed set
+// of options (workspace, root file system, user, network, cgroup limits,
+// host name, seccomp): their pid 1 waits on a Unix socket for one command
+// (arguments, environment, working directory and the program's stdin,
+// stdout and stderr as SCM_RIGHTS), runs it as above and the sandbox is
+// then destroyed; the pool starts another in the background. No sandbox
+// runs two commands.
 package sandbox

@@ -33,8 +33,13 @@ func init() {
 	runtime.LockOSThread()
 }
 
-// initArg is the argument that makes the binary the sandbox's pid 1.
-const initArg = "computerfs-sandbox-init"
+// initArg is the argument that makes the binary the sandbox's pid 1;
+// warmArg makes it the pid 1 of a pre-started sandbox, which waits for its
+// command (see Pool).
+const (
+	initArg = "computerfs-sandbox-init"
+	warmArg = "computerfs-sandbox-warm"
+)
 
 // Init must be the first thing main (or TestMain) does in a program that
 // uses Run. In the processes that Run starts, the program's own binary
@@ -54,16 +59,23 @@ func Init() {
 		if os.Getpid() == 1 {
 			os.Exit(sandboxInit(os.Args[2:]))
 		}
+	case warmArg:
+		if os.Getpid() == 1 {
+			os.Exit(warmInit())
+		}
 	}
 }
 
 // The status pipe (fd 4 of pid 1) tells Run that the program runs
 // ("ready", from then on signals are passed on) and what the exit code
 // cannot: "errno N" when the program could not be started, "signal N"
-// when a signal killed it (pid 1 cannot die of a signal it sends itself).
+// when a signal killed it (pid 1 cannot die of a signal it sends itself),
+// "cwd N" when a pre-started sandbox could not enter the command's working
+// directory.
 type initStatus struct {
-	errno  syscall.Errno
-	signal syscall.Signal
+	errno    syscall.Errno
+	signal   syscall.Signal
+	cwdErrno syscall.Errno
 }
 
 func parseStatus(s string) (initStatus, bool) {
@@ -82,6 +94,8 @@ func parseStatus(s string) (initStatus, bool) {
 		st.errno = syscall.Errno(n)
 	case "signal":
 		st.signal = syscall.Signal(n)
+	case "cwd":
+		st.cwdErrno = syscall.Errno(n)
 	default:
 		return st, false
 	}
@@ -101,27 +115,8 @@ var forwarded = []os.Signal{
 // or ends at once when the process that runs the sandbox is gone (EOF on
 // the lifeline), and with pid 1 the whole sandbox.
 func sandboxInit(args []string) int {
-	// Few threads: each counts against the pids limit. Nothing here
-	// blocks a thread: the lifeline is read through the poller, children
-	// are reaped on SIGCHLD.
-	runtime.GOMAXPROCS(1)
-	runtime.UnlockOSThread() // the lock of this package's init
-	events := make(chan os.Signal, 32)
-	signal.Notify(events, append(forwarded, unix.SIGCHLD)...)
-	// A parent death signal would not do: it comes when the thread that
-	// started the container ends, and Go ends threads.
-	syscall.CloseOnExec(5)
-	syscall.SetNonblock(5, true)
-	lifeline := make(chan struct{})
-	go func() {
-		f := os.NewFile(5, "lifeline")
-		var b [1]byte
-		f.Read(b[:]) // EOF, or an error: either way the starter is gone
-		close(lifeline)
-	}()
-	// Not dumpable: the program (same user) cannot ptrace pid 1 or open
-	// its /proc files. The program itself is dumpable again after execve.
-	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	events := initSetup()
+	lifeline := watchLifeline()
 	status := os.NewFile(4, "status")
 	syscall.CloseOnExec(4)
 	filter, err := readFilter(3)
@@ -133,6 +128,111 @@ func sandboxInit(args []string) int {
 	if len(args) == 0 {
 		return 125
 	}
+	return startProgram(args, filter, status, events, lifeline)
+}
+
+// warmInit is pid 1 of a sandbox a Pool starts before it has a command.
+// Fds 3 and 4 are sandboxInit's, fd 5 a Unix socket to the pool: pid 1
+// loads the filter, says it waits (one byte), receives its command (see
+// sendCommand) with the program's stdin, stdout and stderr, and then does
+// what sandboxInit does, the socket being its lifeline. EOF on the socket
+// before a command: the pool is gone, and so is the sandbox.
+func warmInit() int {
+	events := initSetup()
+	status := os.NewFile(4, "status")
+	syscall.CloseOnExec(4)
+	syscall.CloseOnExec(5)
+	filter, err := readFilter(3)
+	syscall.Close(3)
+	if err != nil {
+		return 125
+	}
+	// The filter now: the command comes sooner to a sandbox that has
+	// nothing left to do but start it.
+	if len(filter) > 0 {
+		if err := loadFilter(filter); err != nil {
+			return 125
+		}
+	}
+	unix.SetNonblock(5, false)
+	if _, err := unix.Write(5, []byte{'w'}); err != nil {
+		return 125
+	}
+	cmd, stdio, err := receiveCommand(5)
+	if err != nil {
+		return 125
+	}
+	for i, fd := range stdio {
+		if err := unix.Dup3(fd, i, 0); err != nil {
+			return 125
+		}
+		unix.Close(fd)
+	}
+	os.Clearenv()
+	for _, kv := range cmd.env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			os.Setenv(k, v)
+		}
+	}
+	if err := enterDir(cmd.cwd); err != nil {
+		errno := syscall.ENOENT
+		errors.As(err, &errno)
+		fmt.Fprintf(status, "cwd %d\n", int(errno))
+		return 125
+	}
+	return startProgram(cmd.args, nil, status, events, watchLifeline())
+}
+
+// initSetup is what both inits do first; it returns the channel of the
+// signals pid 1 handles.
+func initSetup() chan os.Signal {
+	// Few threads: each counts against the pids limit. Nothing here
+	// blocks a thread once the program runs: the lifeline is read through
+	// the poller, children are reaped on SIGCHLD.
+	runtime.GOMAXPROCS(1)
+	runtime.UnlockOSThread() // the lock of this package's init
+	events := make(chan os.Signal, 32)
+	signal.Notify(events, append(forwarded, unix.SIGCHLD)...)
+	// Not dumpable: the program (same user) cannot ptrace pid 1 or open
+	// its /proc files. The program itself is dumpable again after execve.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	return events
+}
+
+// watchLifeline returns a channel closed when fd 5 (the lifeline, a pipe
+// or a socket) reads EOF: the process that runs the sandbox is gone. A
+// parent death signal would not do: it comes when the thread that started
+// the container ends, and Go ends threads.
+func watchLifeline() chan struct{} {
+	syscall.CloseOnExec(5)
+	syscall.SetNonblock(5, true)
+	lifeline := make(chan struct{})
+	go func() {
+		f := os.NewFile(5, "lifeline")
+		var b [1]byte
+		f.Read(b[:]) // EOF, or an error: either way the starter is gone
+		close(lifeline)
+	}()
+	return lifeline
+}
+
+// enterDir makes dir pid 1's working directory, and so the program's. A
+// missing directory is made, as libcontainer makes it for a cold start
+// (Run has checked those in the workspace).
+func enterDir(dir string) error {
+	err := unix.Chdir(dir)
+	if err == unix.ENOENT {
+		if os.MkdirAll(dir, 0o755) == nil {
+			err = unix.Chdir(dir)
+		}
+	}
+	return err
+}
+
+// startProgram loads filter (if not loaded yet), starts args with pid 1's
+// stdio, forwards signals to it, reaps every orphan and returns the
+// program's exit code once it has ended, or 137 when lifeline closes.
+func startProgram(args []string, filter []byte, status *os.File, events chan os.Signal, lifeline chan struct{}) int {
 	failed := func(err error) int {
 		errno := syscall.ENOENT
 		var e syscall.Errno

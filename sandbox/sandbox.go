@@ -123,6 +123,10 @@ type Result struct {
 	// OutputLimited: the output passed Limits.OutputBytes, was cut there
 	// and the sandbox was killed.
 	OutputLimited bool
+	// Warm: the program ran in a sandbox a Pool had started before it
+	// was asked (Duration, PeakMemory and CPUTime then count from the
+	// moment the sandbox was handed the command).
+	Warm bool
 }
 
 // StartError is returned by Run when the program could not be started:
@@ -185,7 +189,8 @@ type run struct {
 	limited bool  // the output limit was passed
 	killed  bool  // the sandbox was killed by us
 
-	initCgroup string // pid 1's own pids cgroup, under mu
+	initCgroup string            // pid 1's own pids cgroup, under mu
+	cgroups    map[string]string // see cgroupPaths, under mu
 }
 
 // initOutOfPids moves pid 1 (whose program now runs) to a pids cgroup of
@@ -194,11 +199,7 @@ type run struct {
 // cannot. The program stays in the sandbox's cgroup, whose limit then
 // drops from the program's plus pid 1's allowance to the program's.
 func (r *run) initOutOfPids(pid int) {
-	st, err := r.container.State()
-	if err != nil {
-		return
-	}
-	cg := st.CgroupPaths["pids"]
+	cg := r.cgroupPaths()["pids"]
 	if cg == "" {
 		return
 	}
@@ -329,7 +330,16 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("sandbox: start: %w", startErr(err))
 	}
+	return r.supervise(ctx, start, counters{})
+}
 
+// supervise follows the sandbox whose pid 1 (r.process) has been told
+// what to run at start: it kills the sandbox on timeout or cancellation,
+// passes signals on, waits for the end of every process and returns the
+// Result, with what the cgroups counted since base.
+func (r *run) supervise(ctx context.Context, start time.Time, base counters) (Result, error) {
+	var res Result
+	p := r.process
 	// Kill the sandbox on timeout or cancellation.
 	done := make(chan struct{})
 	var timedOut, cancelled bool
@@ -399,7 +409,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	close(done)
 	<-killed
 
-	r.stats(&res)
+	r.stats(&res, base)
 	status := <-statusDone
 	res.TimedOut = timedOut
 	r.mu.Lock()
@@ -420,6 +430,8 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	var startErr error
 	if s, ok := parseStatus(status); ok {
 		switch {
+		case s.cwdErrno != 0:
+			startErr = fmt.Errorf("sandbox: working directory %s in the sandbox: %w", r.cwd(), s.cwdErrno)
 		case s.errno != 0:
 			startErr = &StartError{Program: r.opts.Args[0], Err: s.errno}
 		case s.signal != 0 && !ws.Signaled():

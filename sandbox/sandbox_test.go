@@ -25,6 +25,9 @@ var stateDir string
 
 func TestMain(m *testing.M) {
 	sandbox.Init()
+	if state := os.Getenv(poolHelperEnv); state != "" {
+		os.Exit(poolHelper(state))
+	}
 	dir, err := os.MkdirTemp("", "sandbox-state-")
 	if err == nil {
 		err = os.Chmod(dir, 0o755)
@@ -497,7 +500,9 @@ func TestLimits(t *testing.T) {
 		o := run(t, sandbox.Options{
 			Workspace: ws,
 			Limits:    sandbox.Limits{OutputBytes: 100000},
-			Args:      []string{"sh", "-c", "echo start >&2; yes"},
+			// The pause: both outputs count against the limit, and the copy
+			// of stdout must not pass it before the one of stderr has read.
+			Args: []string{"sh", "-c", "echo start >&2; sleep 0.2; yes"},
 		})
 		if o.err != nil || !o.res.OutputLimited || o.res.Signal != syscall.SIGKILL {
 			t.Errorf("%v", o.res)

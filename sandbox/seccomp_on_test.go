@@ -26,8 +26,10 @@ func TestSeccomp(t *testing.T) {
 
 	// Without the filter the same user namespace can be made: the check
 	// above tests the filter, not something else.
-	o := run(t, sandbox.Options{Workspace: ws, NoSeccomp: true, Args: []string{"unshare", "-U", "-r", "id", "-u"}})
-	if o.err != nil || o.stdout != "0\n" {
-		t.Errorf("without seccomp:\n%v", o)
+	for _, m := range []*mode{cold, warm} {
+		o := m.run(t, sandbox.Options{Workspace: ws, NoSeccomp: true, Args: []string{"unshare", "-U", "-r", "id", "-u"}})
+		if o.err != nil || o.stdout != "0\n" {
+			t.Errorf("%s, without seccomp:\n%v", m.name, o)
+		}
 	}
 }

@@ -23,25 +23,29 @@ import (
 // users to try escapes as.
 var users = map[string]*sandbox.User{"user": nil, "root": {UID: 0, GID: 0}}
 
-// attempt runs command in the sandbox as each user and fails the test if
-// it prints ESCAPED or any of the secrets.
+// attempt runs command in the sandbox as each user, in a new sandbox and
+// in a pre-started one (a Pool's), and fails the test if it prints
+// ESCAPED or any of the secrets.
 func attempt(t *testing.T, opts sandbox.Options, command string, secrets ...string) {
 	t.Helper()
-	for name, u := range users {
-		opts.User = u
-		opts.Args = []string{"/bin/bash", "-c", command}
-		o := run(t, opts)
-		if o.err != nil {
-			t.Errorf("as %s: %s: %v", name, command, o.err)
-			continue
-		}
-		out := o.stdout + o.stderr
-		if strings.Contains(out, "ESCAPED") {
-			t.Errorf("as %s: escaped: %s\n%v", name, command, o)
-		}
-		for _, s := range secrets {
-			if strings.Contains(out, s) {
-				t.Errorf("as %s: %s: the secret %q leaked\n%v", name, command, s, o)
+	for _, m := range []*mode{cold, warm} {
+		for name, u := range users {
+			name += " (" + m.name + ")"
+			opts.User = u
+			opts.Args = []string{"/bin/bash", "-c", command}
+			o := m.run(t, opts)
+			if o.err != nil {
+				t.Errorf("as %s: %s: %v", name, command, o.err)
+				continue
+			}
+			out := o.stdout + o.stderr
+			if strings.Contains(out, "ESCAPED") {
+				t.Errorf("as %s: escaped: %s\n%v", name, command, o)
+			}
+			for _, s := range secrets {
+				if strings.Contains(out, s) {
+					t.Errorf("as %s: %s: the secret %q leaked\n%v", name, command, s, o)
+				}
 			}
 		}
 	}
@@ -208,24 +212,28 @@ func TestSecurity(t *testing.T) {
 	})
 
 	t.Run("LeakedFdsAndCwd", func(t *testing.T) {
-		o := run(t, sandbox.Options{Workspace: ws, Args: []string{"sh", "-c",
-			"ls /proc/self/fd | tr '\\n' ' '; echo; readlink /proc/self/cwd /proc/self/root; for f in /proc/1/fd/*; do readlink $f; done"}})
-		lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
-		if o.err != nil || len(lines) < 3 {
-			t.Fatalf("%v", o)
-		}
-		// ls has the directory it lists open as fd 3.
-		if lines[0] != "0 1 2 3 " {
-			t.Errorf("fds of a sandboxed program: %q, want 0 1 2 (and ls's own 3)", lines[0])
-		}
-		if lines[1] != "/workspace" || lines[2] != "/" {
-			t.Errorf("cwd and root: %q %q", lines[1], lines[2])
-		}
-		// Pid 1 holds only pipes, /dev/null and the Go runtime's own
-		// descriptors: nothing of the host's file system.
-		for _, l := range lines[3:] {
-			if !strings.HasPrefix(l, "pipe:") && !strings.HasPrefix(l, "anon_inode:") && l != "/dev/null" {
-				t.Errorf("pid 1 of the sandbox holds %q", l)
+		for _, m := range []*mode{cold, warm} {
+			o := m.run(t, sandbox.Options{Workspace: ws, Args: []string{"sh", "-c",
+				"ls /proc/self/fd | tr '\\n' ' '; echo; readlink /proc/self/cwd /proc/self/root; for f in /proc/1/fd/*; do readlink $f; done"}})
+			lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+			if o.err != nil || len(lines) < 3 {
+				t.Fatalf("%s: %v", m.name, o)
+			}
+			// ls has the directory it lists open as fd 3.
+			if lines[0] != "0 1 2 3 " {
+				t.Errorf("%s: fds of a sandboxed program: %q, want 0 1 2 (and ls's own 3)", m.name, lines[0])
+			}
+			if lines[1] != "/workspace" || lines[2] != "/" {
+				t.Errorf("%s: cwd and root: %q %q", m.name, lines[1], lines[2])
+			}
+			// Pid 1 holds only pipes, /dev/null, the Go runtime's own
+			// descriptors and (warm) the socket its command came on:
+			// nothing of the host's file system.
+			for _, l := range lines[3:] {
+				if !strings.HasPrefix(l, "pipe:") && !strings.HasPrefix(l, "anon_inode:") && l != "/dev/null" &&
+					!(m == warm && strings.HasPrefix(l, "socket:")) {
+					t.Errorf("%s: pid 1 of the sandbox holds %q", m.name, l)
+				}
 			}
 		}
 	})
@@ -260,6 +268,35 @@ func TestSecurity(t *testing.T) {
 			"mknod /tmp/mem c 1 1 2>&1 && head -c1 /tmp/mem >/dev/null && echo ESCAPED mem; "+
 			"ls /dev/vda /dev/sda /dev/kmsg /dev/mem 2>/dev/null && echo ESCAPED device")
 	})
+}
+
+// A mode is how a sandbox is started.
+type mode struct {
+	name string
+	run  func(*testing.T, sandbox.Options) output
+}
+
+var (
+	cold = &mode{"cold", run}
+	warm = &mode{"warm", runWarm}
+)
+
+// runWarm runs opts in a pool's pre-started sandbox (of this binary's
+// state directory) and fails the test if it was not.
+func runWarm(t *testing.T, opts sandbox.Options) output {
+	t.Helper()
+	opts.StateDir = stateDir
+	opts.NoSeccomp = opts.NoSeccomp || !sandbox.SeccompSupported
+	p, err := sandbox.NewPool(sandbox.PoolOptions{Options: opts, Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	o := poolRun(t, p, opts)
+	if !o.res.Warm {
+		t.Errorf("not run warm: %v", o)
+	}
+	return o
 }
 
 func contains(list []string, s string) bool {

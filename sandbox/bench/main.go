@@ -1,12 +1,20 @@
-// Command bench measures the cold start of `true` in a sandbox: package
-// sandbox in the process (the way a daemon would use it), the sandboxctl
-// binary, `runc run` and `crun run` on the same container spec (the same
+// Command bench measures the start of `true` in a sandbox: a cold start
+// with package sandbox in the process (the way a daemon would use it) and
+// with the sandboxctl binary, a warm start (a sandbox.Pool's pre-started
+// sandbox), `runc run` and `crun run` on the same container spec (the same
 // root file system, mounts, namespaces and seccomp profile), and bwrap on
-// the same root file system and mounts; runc also without seccomp. It prints the median and the 90th
-// percentile of each, and their ratios to runc's median.
+// the same root file system and mounts; runc also without seccomp. It
+// prints the median and the 90th percentile of each, and their ratios to
+// runc's and bwrap's medians.
 //
-//	go build -tags seccomp -o /tmp/sandboxctl ./cmd/sandboxctl
-//	go run -tags seccomp ./sandbox/bench -sandboxctl /tmp/sandboxctl
+// With -build it then times a Go build of a real module (mvdan.cc/sh's
+// shfmt and gosh, dependencies vendored, the standard library in a primed
+// build cache) on a plain disk directory without a sandbox, in a sandbox
+// on a disk directory and in a sandbox on a computerfs mount (-computerfs
+// names the binary that mounts it), and prints the ratios.
+//
+//	make build
+//	go run -tags seccomp ./sandbox/bench -sandboxctl bin/sandboxctl -computerfs bin/computerfs -build
 package main
 
 import (
@@ -32,10 +40,19 @@ func main() {
 	runs := flag.Int("n", 50, "runs of each")
 	ctl := flag.String("sandboxctl", "", "a sandboxctl binary to measure too")
 	ws := flag.String("w", "", "workspace directory (default: a temporary directory)")
+	build := flag.Bool("build", false, "also time a Go build in the sandbox on a mount and on disk against one on disk without a sandbox")
+	buildRuns := flag.Int("build-runs", 3, "runs of each build")
+	cfs := flag.String("computerfs", "bin/computerfs", "the computerfs binary that mounts the workspace of the build benchmark")
 	flag.Parse()
 	if err := run(*runs, *ctl, *ws); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
+	}
+	if *build {
+		if err := buildBench(*buildRuns, *cfs); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: build:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -45,12 +62,21 @@ type result struct {
 }
 
 func measure(name string, n int, f func(i int) error) (result, error) {
+	return measureWith(name, n, nil, f)
+}
+
+// measureWith measures f n times, calling before (if not nil) untimed
+// before each.
+func measureWith(name string, n int, before func(), f func(i int) error) (result, error) {
 	// One run first: caches, the filter cache, the root skeleton.
 	if err := f(-1); err != nil {
 		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
 	var ds []time.Duration
 	for i := range n {
+		if before != nil {
+			before()
+		}
 		start := time.Now()
 		if err := f(i); err != nil {
 			return result{}, fmt.Errorf("%s: %w", name, err)
@@ -103,6 +129,39 @@ func run(n int, ctl, ws string) error {
 		return err
 	}
 	results = append(results, r)
+
+	// Warm: a pool of 2 pre-started sandboxes. Once with the pool full
+	// before each command (a command that finds a sandbox waiting, as
+	// commands that come at human or agent pace do), once back to back
+	// (then the pool's refills, cold starts in the background, set the
+	// pace).
+	pool, err := sandbox.NewPool(sandbox.PoolOptions{Options: opts, Size: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	warmRun := func(int) error {
+		res, err := pool.Run(context.Background(), opts)
+		if err == nil && (res.ExitCode != 0 || !res.Warm) {
+			err = fmt.Errorf("exit %d, warm %v", res.ExitCode, res.Warm)
+		}
+		return err
+	}
+	r, err = measureWith("Pool.Run (warm, a sandbox waits)", n, func() {
+		for pool.Idle() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+	}, warmRun)
+	if err != nil {
+		return err
+	}
+	results = append(results, r)
+	r, err = measure("Pool.Run back to back (2)", n, warmRun)
+	if err != nil {
+		return err
+	}
+	results = append(results, r)
+	pool.Close()
 
 	if ctl != "" {
 		r, err := measure("sandboxctl run", n, command(ctl, "run", "--state-dir", state, "-w", ws, "--", "true"))
@@ -196,22 +255,28 @@ func run(n int, ctl, ws string) error {
 		fmt.Fprintln(os.Stderr, "bench: bwrap not found, skipped")
 	}
 
-	var runc time.Duration
+	var runc, bwrap time.Duration
 	for _, r := range results {
-		if r.name == "runc run" {
+		switch r.name {
+		case "runc run":
 			runc = r.median
+		case "bwrap":
+			bwrap = r.median
 		}
 	}
-	fmt.Printf("cold start of `true`, %d runs each\n\n", n)
-	fmt.Printf("| %-26s | %9s | %9s | %14s |\n", "how", "median", "p90", "median ÷ runc")
-	fmt.Printf("|%s|%s|%s|%s|\n", strings.Repeat("-", 28), strings.Repeat("-", 10)+":", strings.Repeat("-", 10)+":", strings.Repeat("-", 15)+":")
+	ratio := func(a, b time.Duration) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", float64(a)/float64(b))
+	}
+	fmt.Printf("start of `true`, %d runs each\n\n", n)
+	fmt.Printf("| %-34s | %9s | %9s | %13s | %14s |\n", "how", "median", "p90", "median ÷ runc", "median ÷ bwrap")
+	fmt.Printf("|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 36), strings.Repeat("-", 10)+":", strings.Repeat("-", 10)+":", strings.Repeat("-", 14)+":", strings.Repeat("-", 15)+":")
 	for _, r := range results {
-		ratio := "-"
-		if runc > 0 {
-			ratio = fmt.Sprintf("%.2f", float64(r.median)/float64(runc))
-		}
-		fmt.Printf("| %-26s | %7.1fms | %7.1fms | %14s |\n", r.name, ms(r.median), ms(r.p90), ratio)
+		fmt.Printf("| %-34s | %7.2fms | %7.2fms | %13s | %14s |\n", r.name, ms(r.median), ms(r.p90), ratio(r.median, runc), ratio(r.median, bwrap))
 	}
+	fmt.Println()
 	return nil
 }
 
