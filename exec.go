@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,6 +48,7 @@ type ExecResult struct {
 	// processes.
 	PeakMemory int64 `json:"peak_memory,omitempty"`
 	CPUTimeMs  int64 `json:"cpu_time_ms,omitempty"`
+	Warm       bool  `json:"warm,omitempty"` // a pre-started sandbox ran it
 }
 
 // execEvent is one line of the streamed answer: output, or the end.
@@ -69,6 +71,11 @@ type SandboxOptions struct {
 	Base sandbox.Options
 	// AllowNetwork lets a request ask for the host's network.
 	AllowNetwork bool
+	// Warm is how many sandboxes wait, pre-started, for the next command
+	// (0: every command starts its sandbox). A command that asks for the
+	// host's network, or runs while the owner of the workspace's root is
+	// another user than at mount time, starts cold.
+	Warm int
 }
 
 // setBackends makes the workspace's exec backends: the shell fast path
@@ -82,9 +89,91 @@ func (w *Workspace) setBackends(opts MountOptions) {
 	case opts.Private:
 		w.noSandbox = "the mount is private (--private), so the sandbox's users cannot reach it"
 	default:
-		w.sandbox = &workspaceSandbox{store: w.Store, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}}
+		sb := &workspaceSandbox{store: w.Store, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}}
+		if opts.Sandbox.Warm > 0 {
+			sb.warm = &warmPool{size: opts.Sandbox.Warm, idle: warmIdle, log: w.log}
+		}
+		w.sandbox = sb
 		w.allowNetwork = opts.Sandbox.AllowNetwork
 	}
+}
+
+// closePool ends the warm sandboxes, if any. Each holds the mount in its
+// own mount namespace, so they must go before the file system can be
+// unmounted.
+func (w *Workspace) closePool() {
+	if sb, ok := w.sandbox.(*workspaceSandbox); ok && sb.warm != nil {
+		sb.warm.close()
+	}
+}
+
+// warmIdle: warm sandboxes are kept this long after the last sandboxed
+// command, so an idle workspace holds none.
+const warmIdle = 2 * time.Minute
+
+// warmPool keeps a sandbox.Pool while the workspace uses its sandbox: the
+// pool starts after the first sandboxed command and ends after warmIdle
+// without one.
+type warmPool struct {
+	size int
+	idle time.Duration
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	pool   *sandbox.Pool
+	timer  *time.Timer
+	closed bool
+}
+
+// get returns the pool, or nil if there is none now.
+func (p *warmPool) get() *sandbox.Pool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pool
+}
+
+// used starts the pool if there is none, with the options of the command
+// that just ran, and restarts the idle clock.
+func (p *warmPool) used(o sandbox.Options) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if p.pool == nil {
+		o.Network = sandbox.NetworkNone
+		pool, err := sandbox.NewPool(sandbox.PoolOptions{Options: o, Size: p.size})
+		if err != nil {
+			p.log.Warn("no warm sandboxes: every command starts its own", "err", err)
+			return
+		}
+		p.pool = pool
+	}
+	if p.timer == nil {
+		p.timer = time.AfterFunc(p.idle, p.expire)
+	} else {
+		p.timer.Reset(p.idle)
+	}
+}
+
+func (p *warmPool) expire() {
+	p.mu.Lock()
+	pool := p.pool
+	p.pool = nil
+	p.mu.Unlock()
+	if pool != nil {
+		pool.Close()
+	}
+}
+
+func (p *warmPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.mu.Unlock()
+	p.expire()
 }
 
 // workspaceSandbox is the sandbox backend that, unless told a user, runs
@@ -92,16 +181,38 @@ func (w *Workspace) setBackends(opts MountOptions) {
 type workspaceSandbox struct {
 	store *kv.Store
 	sb    sandbox.Backend
+	warm  *warmPool // nil: no warm sandboxes
 }
 
 func (s *workspaceSandbox) Name() string { return s.sb.Name() }
 
 func (s *workspaceSandbox) Exec(ctx context.Context, command string, opts backend.Options) (backend.Result, error) {
 	b := s.sb
-	if b.Base.User == nil {
-		b.Base.User = sandboxUser(s.store)
+	b.Base = s.options()
+	if s.warm == nil {
+		return b.Exec(ctx, command, opts)
 	}
-	return b.Exec(ctx, command, opts)
+	b.Pool = s.warm.get()
+	res, err := b.Exec(ctx, command, opts)
+	if errors.Is(err, sandbox.ErrPoolClosed) { // it expired meanwhile
+		b.Pool = nil
+		res, err = b.Exec(ctx, command, opts)
+	}
+	if err == nil {
+		o := b.Base
+		o.Workspace = b.Workspace
+		s.warm.used(o)
+	}
+	return res, err
+}
+
+// options are the sandbox's options for a command now.
+func (s *workspaceSandbox) options() sandbox.Options {
+	o := s.sb.Base
+	if o.User == nil {
+		o.User = sandboxUser(s.store)
+	}
+	return o
 }
 
 // sandboxUser is who sandboxed commands run as: the owner of the
@@ -185,7 +296,7 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 	}
 	return ExecResult{ExitCode: res.ExitCode, Backend: b.Name(), Why: why, DurationMs: res.Duration.Milliseconds(),
 		Truncated: res.Truncated, Stopped: res.Stopped, Request: id,
-		PeakMemory: res.PeakMemory, CPUTimeMs: res.CPUTime.Milliseconds()}, nil
+		PeakMemory: res.PeakMemory, CPUTimeMs: res.CPUTime.Milliseconds(), Warm: res.Warm}, nil
 }
 
 // eventWriter streams one of a command's outputs as events.

@@ -2,6 +2,7 @@ package computerfs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,9 @@ func TestExecSandbox(t *testing.T) {
 	if res.PeakMemory <= 0 {
 		t.Errorf("no peak memory reported: %+v", res)
 	}
+	if res.Warm {
+		t.Errorf("the first sandboxed command ran warm: warm sandboxes start only once the workspace uses its sandbox: %+v", res)
+	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(m.Dir, "by-sandbox"), &st); err != nil || st.Uid != 101000 {
 		t.Fatalf("file written in the sandbox: %v uid %d", err, st.Uid)
@@ -64,6 +68,11 @@ func TestExecSandbox(t *testing.T) {
 	res, out, _, err = execOn(t, m.Dir, computerfs.ExecRequest{Command: `cat by-sandbox`})
 	if err != nil || res.Backend != "shell" || out != "made\n" {
 		t.Fatalf("auto with cat: %v %+v %q", err, res, out)
+	}
+
+	// Now a sandbox waits for the next command.
+	if res, _, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: "true"}); err != nil || !res.Warm {
+		t.Errorf("after a first sandboxed command, the next one should run warm (--sandbox-warm 1): %v %+v", err, res)
 	}
 
 	// Stdin, env and cwd reach the program.
@@ -127,7 +136,46 @@ func TestExecSandboxUserIsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: `echo "$(id -u):$(id -g)"; touch mine`})
-	if err != nil || res.ExitCode != 0 || out != "4242:77\n" {
-		t.Fatalf("%v %+v %q", err, res, out)
+	if err != nil || res.ExitCode != 0 || out != "4242:77\n" || res.Warm {
+		t.Fatalf("%v %+v %q (the warm sandbox runs as the owner at mount time: this one must start cold)", err, res, out)
+	}
+}
+
+// With warm sandboxes holding the mount in their namespaces, an unmount
+// from outside still ends the daemon.
+func TestWarmSandboxesDoNotHoldTheMount(t *testing.T) {
+	for _, how := range []string{"umount", "computerfs unmount"} {
+		t.Run(how, func(t *testing.T) {
+			m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--sandbox-warm", "2")
+			for i, warm := range []bool{false, true} {
+				if res, _, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: "true"}); err != nil || res.Warm != warm {
+					t.Fatalf("command %d: %v %+v, want warm %v", i, err, res, warm)
+				}
+			}
+			var cmd *exec.Cmd
+			if how == "umount" {
+				cmd = exec.Command("umount", m.Dir)
+			} else {
+				cmd = exec.Command(testmount.Binary(t), "unmount", m.Dir)
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v %s", how, err, out)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.Pid))
+				if err != nil || strings.Contains(string(b), ") Z ") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the daemon (pid %d) still runs 30 s after %s", m.Pid, how)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !strings.Contains(m.Log(), "store closed") {
+				t.Fatalf("the daemon did not close its store; log:\n%s", m.Log())
+			}
+			m.Remount(t) // for the test's cleanup
+		})
 	}
 }

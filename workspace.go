@@ -125,6 +125,12 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	}
 	w.stopTrim = make(chan struct{})
 	go trimMemory(w.stopTrim)
+	if opts.Sandbox != nil && opts.Sandbox.Warm > 0 {
+		// An umount(8) from outside only detaches the mount here: the
+		// warm sandboxes' namespaces still hold it, so the kernel would
+		// not end the FUSE connection while they wait.
+		go watchUnmount(mp, w.stopTrim, w.log, w.closePool)
+	}
 	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid())
 	return w, nil
 }
@@ -156,6 +162,7 @@ func (w *Workspace) closeStore() error {
 // open on the mount it detaches the mount lazily: programs that hold files
 // open get errors from then on.
 func (w *Workspace) Unmount() error {
+	w.closePool()
 	if err := w.srv.Unmount(); err != nil {
 		w.log.Warn("mount busy; detaching it", "mountpoint", w.Mountpoint, "err", err)
 		if derr := syscall.Unmount(w.Mountpoint, syscall.MNT_DETACH); derr != nil {

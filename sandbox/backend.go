@@ -16,6 +16,9 @@ import (
 type Backend struct {
 	Workspace string // the workspace's mount point on the host
 	Base      Options
+	// Pool, if set, runs the commands that fit its sandboxes warm (see
+	// Pool); the others start cold.
+	Pool *Pool
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -48,12 +51,18 @@ func (b *Backend) Exec(ctx context.Context, command string, opts backend.Options
 	default:
 		return backend.Result{}, fmt.Errorf("network %q: want none or host", opts.Network)
 	}
-	res, err := Exec(ctx, command, o)
+	var res Result
+	var err error
+	if b.Pool != nil {
+		res, err = b.Pool.Exec(ctx, command, o)
+	} else {
+		res, err = Exec(ctx, command, o)
+	}
 	var se *StartError
 	if err != nil && !errors.As(err, &se) {
 		return backend.Result{}, err
 	}
-	out := backend.Result{ExitCode: res.ExitCode, Duration: res.Duration, PeakMemory: res.PeakMemory, CPUTime: res.CPUTime}
+	out := backend.Result{ExitCode: res.ExitCode, Duration: res.Duration, PeakMemory: res.PeakMemory, CPUTime: res.CPUTime, Warm: res.Warm}
 	switch {
 	case res.TimedOut:
 		out.ExitCode, out.Stopped = 124, "timeout"

@@ -59,6 +59,9 @@ func cmdExec(args []string, stdout, stderr io.Writer) error {
 	}
 	if *verbose {
 		fmt.Fprintf(stderr, "computerfs exec: backend %s (%s), exit %d, %d ms", res.Backend, res.Why, res.ExitCode, res.DurationMs)
+		if res.Warm {
+			fmt.Fprint(stderr, ", warm")
+		}
 		if res.PeakMemory > 0 {
 			fmt.Fprintf(stderr, ", peak memory %d KiB, CPU %d ms", res.PeakMemory>>10, res.CPUTimeMs)
 		}

@@ -156,6 +156,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	sbRootfs := fset.String("sandbox-rootfs", "", "the sandbox's root file system: an unpacked tree (default: the host's userland, read-only)")
 	sbNetwork := fset.Bool("sandbox-network", false, "let exec requests ask for the host's network in the sandbox (--network host)")
 	sbMemory := fset.String("sandbox-memory", "4G", "memory limit of each sandboxed command, page cache and /tmp included (0: none)")
+	sbWarm := fset.Int("sandbox-warm", 1, "sandboxes kept started, waiting for the next command (0: start one per command)")
 	sbPids := fset.Int64("sandbox-pids", 4096, "processes and threads of each sandboxed command at once (0: no limit)")
 	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parseInterleaved(fset, args)
@@ -178,7 +179,10 @@ func cmdMount(args []string, stderr io.Writer) error {
 	}
 	var sb *computerfs.SandboxOptions
 	if !*noSandbox {
-		sb = &computerfs.SandboxOptions{AllowNetwork: *sbNetwork}
+		if *sbWarm < 0 || *sbWarm > 64 {
+			return &exitError{2, fmt.Errorf("--sandbox-warm must be between 0 and 64, not %d", *sbWarm)}
+		}
+		sb = &computerfs.SandboxOptions{AllowNetwork: *sbNetwork, Warm: *sbWarm}
 		sb.Base.Rootfs = *sbRootfs
 		sb.Base.Limits.Pids = *sbPids
 		if sb.Base.Limits.Memory, err = spec.ParseSize(*sbMemory); err != nil || sb.Base.Limits.Memory < 0 {

@@ -67,4 +67,6 @@ type Result struct {
 	Sandbox    string        `json:",omitempty"`
 	PeakMemory int64         `json:",omitempty"`
 	CPUTime    time.Duration `json:",omitempty"`
+	// Warm: a pre-started sandbox ran it.
+	Warm bool `json:",omitempty"`
 }
