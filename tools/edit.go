@@ -30,7 +30,7 @@ type EditResult struct {
 }
 
 func (r EditResult) summary() string {
-	return fmt.Sprintf("%d edits, %d diff lines", r.Edits, strings.Count(r.Diff, "\n"))
+	return fmt.Sprintf("edits: %d, diff lines: %d", r.Edits, strings.Count(r.Diff, "\n"))
 }
 
 // Text is the result as a model reads it.
