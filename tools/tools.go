@@ -38,6 +38,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/computerfs/computerfs/kv"
@@ -216,8 +217,11 @@ func auditArgs(args any) string {
 	if json.Unmarshal(js, &v) != nil {
 		return string(js)
 	}
-	out, _ := json.Marshal(shrink(v))
-	return string(out)
+	var out strings.Builder
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // commands read better with < and > as they are
+	enc.Encode(shrink(v))
+	return strings.TrimSuffix(out.String(), "\n")
 }
 
 func shrink(v any) any {
