@@ -42,6 +42,8 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 1m -fuzzminimizetime 5s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
+	$(GO) test -run '^$$' -fuzz FuzzConfinement -fuzztime 1m -fuzzminimizetime 5s ./tools/
+	$(GO) test -run '^$$' -fuzz FuzzMatchPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh

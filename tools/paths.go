@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/computerfs/computerfs/kv"
@@ -18,6 +19,9 @@ const Root = "/workspace"
 
 // maxLinks is how many symbolic links one path may go through.
 const maxLinks = 40
+
+// maxPath is the longest path argument (Linux's PATH_MAX).
+const maxPath = 4096
 
 // show turns a store path ("/a/b", "/") into the path agents see.
 func show(p string) string {
@@ -49,6 +53,9 @@ func spelled(p string) ([]string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return nil, fmt.Errorf("path %q contains a NUL byte", p)
 	}
+	if len(p) > maxPath {
+		return nil, fmt.Errorf("path of %d bytes is longer than the %d allowed", len(p), maxPath)
+	}
 	if strings.HasPrefix(p, "/") {
 		rest, ok := strings.CutPrefix(p, Root)
 		if !ok || rest != "" && rest[0] != '/' {
@@ -76,21 +83,30 @@ func resolve(f *wsfs.FS, arg string, followLast bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cur := "/"
+	st := f.Store()
+	type step struct {
+		ino  uint64
+		path string
+	}
+	stack := []step{{kv.RootIno, "/"}} // the directories walked, innermost last
 	links := 0
 	for i := 0; i < len(names); i++ {
 		n := names[i]
 		last := i == len(names)-1
+		cur := stack[len(stack)-1]
 		if n == ".." {
-			if cur == "/" {
+			if len(stack) == 1 {
 				return "", confinement("%s climbs out of %s (..)", arg, Root)
 			}
-			cur = path.Dir(cur)
+			stack = stack[:len(stack)-1]
 			continue
 		}
-		next := path.Join(cur, n)
-		a, err := f.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) {
+		next := path.Join(cur.path, n)
+		if len(n) > kv.MaxNameLen {
+			return "", &fs.PathError{Op: "resolve", Path: show(next), Err: syscall.ENAMETOOLONG}
+		}
+		a, err := st.Lookup(cur.ino, n)
+		if errors.Is(err, kv.ErrNotFound) {
 			// The rest does not exist: it can hold no links.
 			for _, m := range names[i+1:] {
 				if m == ".." {
@@ -100,16 +116,16 @@ func resolve(f *wsfs.FS, arg string, followLast bool) (string, error) {
 			return path.Join(append([]string{next}, names[i+1:]...)...), nil
 		}
 		if err != nil {
-			return "", err
+			return "", &fs.PathError{Op: "resolve", Path: show(next), Err: kv.Errno(err)}
 		}
 		if a.Mode&kv.S_IFMT == kv.S_IFLNK && (!last || followLast) {
 			links++
 			if links > maxLinks {
 				return "", fmt.Errorf("%s: too many levels of symbolic links", arg)
 			}
-			target, err := f.Readlink(next)
+			target, err := st.Readlink(a.Ino)
 			if err != nil {
-				return "", err
+				return "", &fs.PathError{Op: "readlink", Path: show(next), Err: kv.Errno(err)}
 			}
 			rest := names[i+1:]
 			if strings.HasPrefix(target, "/") {
@@ -117,7 +133,7 @@ func resolve(f *wsfs.FS, arg string, followLast bool) (string, error) {
 				if !ok || r != "" && r[0] != '/' {
 					return "", confinement("%s is a symbolic link to %s, outside %s", show(next), target, Root)
 				}
-				target, cur = r, "/"
+				target, stack = r, stack[:1]
 			}
 			var tn []string
 			for _, m := range strings.Split(target, "/") {
@@ -129,9 +145,12 @@ func resolve(f *wsfs.FS, arg string, followLast bool) (string, error) {
 			i = -1
 			continue
 		}
-		cur = next
+		if !last && !a.IsDir() {
+			return "", &fs.PathError{Op: "resolve", Path: show(next), Err: syscall.ENOTDIR}
+		}
+		stack = append(stack, step{a.Ino, next})
 	}
-	return cur, nil
+	return stack[len(stack)-1].path, nil
 }
 
 // policy is a spec.Policy ready to use.
