@@ -1,7 +1,7 @@
 package tools
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +15,9 @@ import (
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/spec"
 )
+
+// grepMaxFile is the largest file grep searches.
+const grepMaxFile = 32 << 20
 
 // FindArgs are find's arguments.
 type FindArgs struct {
@@ -142,8 +145,10 @@ type Match struct {
 type GrepResult struct {
 	Matches    []Match `json:"matches"`
 	NextOffset int     `json:"nextOffset,omitempty"`
-	// SkippedBinary counts binary files not searched.
+	// SkippedBinary counts binary files not searched, SkippedLarge files
+	// over 32 MiB.
 	SkippedBinary int `json:"skippedBinary,omitempty"`
+	SkippedLarge  int `json:"skippedLarge,omitempty"`
 }
 
 func (r GrepResult) summary() string {
@@ -179,6 +184,9 @@ func (r GrepResult) Text() string {
 	}
 	if r.NextOffset > 0 {
 		fmt.Fprintf(&b, "[more matches: continue with offset=%d]\n", r.NextOffset)
+	}
+	if r.SkippedLarge > 0 {
+		fmt.Fprintf(&b, "[%d files over 32 MiB not searched]\n", r.SkippedLarge)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
@@ -238,43 +246,73 @@ func (t *Tools) Grep(ctx context.Context, a GrepArgs) (GrepResult, error) {
 		if include != "" && !strings.Contains(include, "/") {
 			include = "**/" + include
 		}
+		var literal []byte // a query to look for as is: files without it are skipped whole
+		if !a.Regex && !a.IgnoreCase {
+			literal = []byte(a.Query)
+		}
+		var buf []byte
 		search := func(q string) error {
-			fl, _, err := openFile(c.fs, q)
+			fl, fa, err := openFile(c.fs, q)
 			if err != nil {
 				return nil // vanished or special: nothing to search
 			}
-			br := bufio.NewReaderSize(fl, 64<<10)
-			sample, perr := br.Peek(sniffLen)
-			if looksBinary(sample, perr != nil) {
+			if fa.Size > grepMaxFile {
+				res.SkippedLarge++
+				return nil
+			}
+			if uint64(cap(buf)) < fa.Size {
+				buf = make([]byte, fa.Size)
+			}
+			data := buf[:fa.Size]
+			nr, err := fl.ReadAt(data, 0)
+			if err != nil && err != io.EOF {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // removed or replaced meanwhile
+				}
+				return showErr(err)
+			}
+			data = data[:nr]
+			if looksBinary(data[:min(len(data), sniffLen)], len(data) <= sniffLen) {
 				res.SkippedBinary++
 				return nil
 			}
-			var before []string
+			if literal != nil && !bytes.Contains(data, literal) {
+				return nil
+			}
+			var before [][]byte
 			var pending []int // matches still collecting after-context
-			n := 0
-			for {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				text, err := br.ReadString('\n')
-				if text == "" && err != nil {
-					if err == io.EOF || errors.Is(err, fs.ErrNotExist) {
-						return nil // the end, or the file was removed or replaced meanwhile
-					}
-					return showErr(err)
-				}
-				n++
-				text = cutLine(strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r"))
-				keep := pending[:0]
-				for _, i := range pending {
-					m := &res.Matches[i]
-					m.After = append(m.After, text)
-					if len(m.After) < a.Context {
-						keep = append(keep, i)
+			for n := 1; len(data) > 0; n++ {
+				if n%4096 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
 					}
 				}
-				pending = keep
-				if re.MatchString(text) {
+				line := data
+				if i := bytes.IndexByte(data, '\n'); i >= 0 {
+					line, data = data[:i], data[i+1:]
+				} else {
+					data = nil
+				}
+				line = bytes.TrimSuffix(line, []byte{'\r'})
+				if len(pending) > 0 {
+					text := cutLine(string(line))
+					keep := pending[:0]
+					for _, i := range pending {
+						m := &res.Matches[i]
+						m.After = append(m.After, text)
+						if len(m.After) < a.Context {
+							keep = append(keep, i)
+						}
+					}
+					pending = keep
+				}
+				var hit bool
+				if literal != nil {
+					hit = bytes.Contains(line, literal)
+				} else {
+					hit = re.Match(line)
+				}
+				if hit {
 					if skip > 0 {
 						skip--
 					} else {
@@ -282,19 +320,24 @@ func (t *Tools) Grep(ctx context.Context, a GrepArgs) (GrepResult, error) {
 							res.NextOffset = a.Offset + limit
 							return errFull
 						}
-						res.Matches = append(res.Matches, Match{File: show(q), Line: n, Text: text, Before: append([]string(nil), before...)})
+						m := Match{File: show(q), Line: n, Text: cutLine(string(line))}
+						for _, l := range before {
+							m.Before = append(m.Before, cutLine(string(l)))
+						}
+						res.Matches = append(res.Matches, m)
 						if a.Context > 0 {
 							pending = append(pending, len(res.Matches)-1)
 						}
 					}
 				}
 				if a.Context > 0 {
-					before = append(before, text)
+					before = append(before, line)
 					if len(before) > a.Context {
 						before = before[1:]
 					}
 				}
 			}
+			return nil
 		}
 		if !at.IsDir() {
 			err = search(root)
