@@ -76,12 +76,16 @@ func BenchmarkToolsLatency(b *testing.B) {
 			spawn(func(int) []string { return []string{"cat", "a.txt"} })},
 		{"edit (one line)", "sed -i", call("edit", func(i int) map[string]any {
 			return map[string]any{"path": "a.txt", "edits": []any{map[string]any{"oldText": fmt.Sprintf("line %d of", i), "newText": fmt.Sprintf("LINE %d of", i)}}}
-		}), spawn(func(i int) []string { return []string{"sed", "-i", fmt.Sprintf("s/line %d of/LINE %d of/", i, i), "a.txt"} })},
+		}), spawn(func(i int) []string {
+			return []string{"sed", "-i", fmt.Sprintf("s/line %d of/LINE %d of/", i, i), "a.txt"}
+		})},
 		{"exec, shell fast path (wc -l)", "bash -c", call("exec", func(int) map[string]any { return map[string]any{"command": "wc -l a.txt", "backend": "shell"} }),
 			spawn(func(int) []string { return []string{"bash", "-c", "wc -l a.txt"} })},
 		{"grep (50 files, 20k lines)", "grep -rn", call("grep", func(int) map[string]any { return map[string]any{"path": "src", "query": "line 399 of", "limit": 100} }),
 			spawn(func(int) []string { return []string{"grep", "-rn", "line 399 of", "src"} })},
-		{"grep through exec (shell)", "grep -rn", call("exec", func(int) map[string]any { return map[string]any{"command": "grep -rn 'line 399 of' src", "backend": "shell"} }),
+		{"grep through exec (shell)", "grep -rn", call("exec", func(int) map[string]any {
+			return map[string]any{"command": "grep -rn 'line 399 of' src", "backend": "shell"}
+		}),
 			spawn(func(int) []string { return []string{"grep", "-rn", "line 399 of", "src"} })},
 	}
 	measure := func(fn func(i int)) (med, p99 time.Duration) {
