@@ -81,6 +81,13 @@ func (r ReadResult) summary() string {
 	return s
 }
 
+// lean is the structured result over MCP: the lines are in the text
+// content only (the JSON of a big read twice over cost the SDK 2 ms).
+func (r ReadResult) lean() ReadResult {
+	r.Content = ""
+	return r
+}
+
 // Text is the result as a model reads it.
 func (r ReadResult) Text() string {
 	if r.Binary {

@@ -86,7 +86,11 @@ func addTool[In any, Out texter](s *mcp.Server, c Caller, t *mcp.Tool) {
 		if err := json.Unmarshal(res, &out); err != nil {
 			return nil, out, fmt.Errorf("%s: result: %w", t.Name, err)
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Text()}}}, out, nil
+		text := out.Text()
+		if l, ok := any(out).(interface{ lean() Out }); ok {
+			out = l.lean() // the text says it all: not twice
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // connect serves tl over an in-memory MCP transport to a real SDK client.
-func connect(t *testing.T, c Caller) *mcp.ClientSession {
+func connect(t testing.TB, c Caller) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	srv := NewServer(c, "test", nil)
