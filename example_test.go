@@ -13,9 +13,10 @@ import (
 	"github.com/computerfs/computerfs/tools"
 )
 
-// A harness prepares a bug-triage workspace with the Go API: the spec
-// clones the repository, the tools make a directory, write the bug report,
-// run a command and read a file, and the audit tells what happened.
+// A harness prepares a bug-triage workspace with the Go API: it opens a
+// workspace from a spec (here a policy and a note), makes a directory,
+// writes the bug report, clones the repository, greps it, runs a command,
+// and reads the audit.
 func ExampleOpen() {
 	ctx := context.Background()
 	tmp, _ := os.MkdirTemp("", "computerfs-example-")
@@ -33,8 +34,8 @@ func ExampleOpen() {
 
 	sp, err := spec.Parse([]byte(`
 sources:
-  - path: /repo
-    git: {url: "`+repo+`"}
+  - path: /notes/HOWTO.md
+    content: "Reproduce, then fix.\n"
 policy:
   read_only_paths: ["/repo/.git"]
   exec: {backends: [shell]}
@@ -57,6 +58,9 @@ policy:
 		log.Fatal(err)
 	}
 	fmt.Println(w.Text())
+	if _, err := t.GitClone(ctx, tools.GitCloneArgs{URL: repo, Path: "repo"}); err != nil {
+		log.Fatal(err)
+	}
 	g, err := t.Grep(ctx, tools.GrepArgs{Path: "repo", Query: `parse("")`})
 	if err != nil {
 		log.Fatal(err)
@@ -75,6 +79,11 @@ policy:
 		log.Fatal(err)
 	}
 	for _, r := range recs {
+		if r.Tool == "git-clone" { // the temporary directory, a commit hash, a count: not the same twice
+			r.Args, r.Result, r.Journal = `{"path":"repo","url":"REPO"}`, "checked out HEAD", -1
+			fmt.Printf("#%d %s %s %s (journal records: N)\n", r.ID, r.Tool, r.Args, r.Result)
+			continue
+		}
 		fmt.Printf("#%d %s %s %s%s (journal records: %d)\n", r.ID, r.Tool, r.Args, r.Result, r.Error, r.Journal)
 	}
 	// Output:
@@ -84,7 +93,8 @@ policy:
 	// refused by policy read_only_paths[0] "/repo/.git": /workspace/repo/.git/config is read-only for tools
 	// #1 mkdir {"path":"triage"} made (journal records: 1)
 	// #2 write {"content":"# Crash on empty input\n","path":"/workspace/triage/BUG_REPORT.md"} created, 23 bytes (journal records: 4)
-	// #3 grep {"path":"repo","query":"parse(\"\")"} 1 matches (journal records: 0)
-	// #4 exec {"command":"wc -l < repo/main.go"} exit 0, 2+0 bytes of output (journal records: 0)
-	// #5 write {"content":"","path":"repo/.git/config"} refused by policy read_only_paths[0] "/repo/.git": /workspace/repo/.git/config is read-only for tools (journal records: 0)
+	// #3 git-clone {"path":"repo","url":"REPO"} checked out HEAD (journal records: N)
+	// #4 grep {"path":"repo","query":"parse(\"\")"} 1 matches (journal records: 0)
+	// #5 exec {"command":"wc -l < repo/main.go"} exit 0, 2+0 bytes of output (journal records: 0)
+	// #6 write {"content":"","path":"repo/.git/config"} refused by policy read_only_paths[0] "/repo/.git": /workspace/repo/.git/config is read-only for tools (journal records: 0)
 }
