@@ -185,6 +185,15 @@ func TestMCPStdioEndToEnd(t *testing.T) {
 	if !strings.Contains(string(jl), "by tools #") {
 		t.Fatalf("journal:\n%s", jl)
 	}
+	// The audit survives the daemon and reads from the store too.
+	m.Unmount(t)
+	stored, err := exec.Command(bin, "log", "--store", m.Store, "--tools", "--since", "10").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(stored)), "\n"); len(lines) != 16 || !strings.Contains(lines[0], " #10 read ") {
+		t.Fatalf("log --store --tools --since 10:\n%s", stored)
+	}
 }
 
 // bearer adds a token to every request.
