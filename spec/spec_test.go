@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("sources:\n  - path: /a\n    git: {url: x, depth: 1}\n"))
 	f.Add([]byte("sources:\n  - path: /d\n    s3: {bucket: b12, max_bytes: 1GiB}\n  - path: /e\n    content: x\n    mode: \"0755\"\n"))
 	f.Add([]byte("sources:\n  - path: /a/../b\n    dir: x\n"))
+	f.Add([]byte("sources:\n  - path: /a\n    content: x\npolicy:\n  read_only: true\n  deny: [/s, \"*.pem\"]\n  read_only_paths: [/w/**]\n" +
+		"  exec: {backends: [shell], deny_commands: ['\\bcurl'], network: host, max_timeout: 1m}\n  limits: {max_write: 1MiB, max_read: 1k, max_output: 10}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sp, err := Parse(data, "f.yaml", "/base")
 		if err != nil {
@@ -159,6 +162,21 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 			seen[s.Path] = true
+		}
+		// A policy that parses is one the tools can use: its globs and
+		// expressions compile, and it survives the store's JSON copy.
+		if p := sp.Policy; p != nil {
+			if err := p.validate(); err != nil {
+				t.Fatalf("accepted policy fails validation: %v", err)
+			}
+			js, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Policy
+			if err := json.Unmarshal(js, &back); err != nil || back.validate() != nil {
+				t.Fatalf("policy does not survive JSON: %s: %v", js, err)
+			}
 		}
 	})
 }
