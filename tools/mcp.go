@@ -121,17 +121,21 @@ func NewServer(c Caller, version string, log *slog.Logger) *mcp.Server {
 	return s
 }
 
+// maxMessage bounds one MCP message: room for a write of the largest
+// content the default policy allows (16 MiB) and its JSON escapes.
+const maxMessage = 64 << 20
+
 // ServeStdio serves c's tools over MCP on standard input and output until
 // the client goes away or ctx ends.
 func ServeStdio(ctx context.Context, c Caller, version string, log *slog.Logger) error {
-	return NewServer(c, version, log).Run(ctx, &mcp.StdioTransport{})
+	return NewServer(c, version, log).Run(ctx, &mcp.StdioTransport{MaxLineLength: maxMessage})
 }
 
 // HTTPHandler serves c's tools over MCP's streamable HTTP transport to
 // clients that send "Authorization: Bearer TOKEN"; others get 401.
 func HTTPHandler(c Caller, version, token string, log *slog.Logger) http.Handler {
 	s := NewServer(c, version, log)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Logger: log})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Logger: log, MaxRequestBodyBytes: maxMessage})
 	verify := func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
 		if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			return nil, auth.ErrInvalidToken
