@@ -8,7 +8,7 @@ TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
 
-.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox stress run lint fuzz clean
+.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools stress run lint fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,7 +27,7 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
-bench: build bench-sources bench-exec bench-sandbox ## benchmark the mount against tmpfs, disk and go-fuse's loopback; imports against git clone and the S3 SDK; exec backends; the sandbox
+bench: build bench-sources bench-exec bench-sandbox bench-tools ## benchmark the mount against tmpfs, disk and go-fuse's loopback; imports against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
 	./bench/run.sh
 
 bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
@@ -39,6 +39,10 @@ bench-exec: ## latency of the shell corpus through the daemon: fast path vs sand
 bench-sandbox: build ## benchmark the sandbox's cold and warm starts against runc and bwrap, and a Go build in it on the mount against one on disk (ratios)
 	$(GO) run -tags '$(TAGS)' ./sandbox/bench -sandboxctl $(BIN)/sandboxctl -computerfs $(BIN)/computerfs -build | tee bench/sandbox.txt
 
+bench-tools: ## agent tools over MCP stdio against cat, sed -i, bash -c and grep -rn on tmpfs (median, p99)
+	$(GO) test -run '^$$' -bench ToolsLatency -benchtime 1x -timeout 20m . | tee bench/tools.txt
+	$(GO) test -run '^$$' -bench . ./tools/ | tee -a bench/tools.txt
+
 stress: ## long randomized and parallel tests against the mount
 	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/
 
@@ -49,6 +53,8 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzCommand -fuzztime 30s -fuzzminimizetime 5s ./sandbox/
+	$(GO) test -run '^$$' -fuzz FuzzConfinement -fuzztime 1m -fuzzminimizetime 5s ./tools/
+	$(GO) test -run '^$$' -fuzz FuzzMatchPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh

@@ -27,6 +27,8 @@ import (
 //	POST /v1/refresh   bring upstream changes in (sources.RefreshReport)
 //	POST /v1/exec      run a command (ExecRequest); the answer streams JSON
 //	                   lines: {"out":...}, {"err":...}, then {"result":...}
+//	POST /v1/tools/T   call the agent tool T (see tools.go)
+//	GET  /v1/audit     the tools' audit records
 
 const controlSocket = "control.sock"
 
@@ -65,6 +67,8 @@ func (w *Workspace) serveControl() error {
 	})
 	mux.HandleFunc("GET /v1/log", w.serveLog)
 	mux.HandleFunc("POST /v1/exec", w.serveExec)
+	mux.HandleFunc("POST /v1/tools/{name}", w.serveTool)
+	mux.HandleFunc("GET /v1/audit", w.serveAudit)
 	mux.HandleFunc("POST /v1/refresh", func(rw http.ResponseWriter, r *http.Request) {
 		rep, err := w.Refresh(r.Context())
 		if err != nil {

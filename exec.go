@@ -231,25 +231,18 @@ func sandboxUser(st *kv.Store) *sandbox.User {
 	return &u
 }
 
-// route picks the backend for a request.
+// route picks the backend for a request. The network asked for is the
+// sandbox's: it does not decide the backend (the fast path has no network
+// commands, so a script that needs the network goes to the sandbox
+// anyway).
 func (w *Workspace) route(req *ExecRequest) (b backend.Backend, why string, err error) {
 	switch req.Network {
-	case "", "none":
-	case "host":
-		if w.sandbox != nil && !w.allowNetwork {
-			return nil, "", errors.New("network host: the daemon does not allow the sandbox the host's network (mount --sandbox-network)")
-		}
+	case "", "none", "host":
 	default:
 		return nil, "", fmt.Errorf("network %q: want none or host", req.Network)
 	}
 	switch req.Backend {
 	case "", "auto":
-		if req.Network == "host" {
-			if w.sandbox == nil {
-				return nil, "", fmt.Errorf("auto: the host's network needs the sandbox, and %s", w.noSandbox)
-			}
-			return w.sandbox, "the host's network was asked for, which only the sandbox has", nil
-		}
 		ok, reason := shell.CanRun(req.Command)
 		if ok {
 			return w.shell, "every command in the script is built into the fast path", nil
@@ -257,19 +250,21 @@ func (w *Workspace) route(req *ExecRequest) (b backend.Backend, why string, err 
 		if w.sandbox == nil {
 			return nil, "", fmt.Errorf("auto: %s, which needs the sandbox, and %s", reason, w.noSandbox)
 		}
-		return w.sandbox, reason, nil
+		b, why = w.sandbox, reason
 	case "shell":
-		if req.Network == "host" {
-			return nil, "", errors.New("the shell fast path has no network: use the sandbox backend")
-		}
 		return w.shell, "asked for", nil
 	case "sandbox":
 		if w.sandbox == nil {
 			return nil, "", errors.New("no sandbox backend: " + w.noSandbox)
 		}
-		return w.sandbox, "asked for", nil
+		b, why = w.sandbox, "asked for"
+	default:
+		return nil, "", fmt.Errorf("unknown backend %q (shell, sandbox or auto)", req.Backend)
 	}
-	return nil, "", fmt.Errorf("unknown backend %q (shell, sandbox or auto)", req.Backend)
+	if req.Network == "host" && !w.allowNetwork {
+		return nil, "", errors.New("network host: the daemon does not allow the sandbox the host's network (mount --sandbox-network)")
+	}
+	return b, why, nil
 }
 
 // Exec runs a command on the workspace, its output going to stdout and

@@ -21,6 +21,7 @@ import (
 	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/tools"
 	"github.com/computerfs/computerfs/wsfs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -44,7 +45,7 @@ type MountOptions struct {
 	Sandbox *SandboxOptions
 }
 
-// Workspace is a mounted store.
+// Workspace is a store mounted by Mount, or opened without a mount by Open.
 type Workspace struct {
 	Store      *kv.Store
 	Mountpoint string
@@ -52,7 +53,8 @@ type Workspace struct {
 	// caches hear of every change made through it.
 	FS *wsfs.FS
 
-	spec       *spec.Spec // nil for a store not imported from a spec
+	tools      *tools.Tools // the agent tools (see tools.go)
+	spec       *spec.Spec   // nil for a store not imported from a spec
 	httpClient *http.Client
 	srv        *fuse.Server
 	control    *http.Server
@@ -119,6 +121,10 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, srv: srv, log: opts.Logger}
 	w.FS.SetNotifier(fs.NewNotifier(srv))
 	w.setBackends(opts)
+	if w.tools, err = newTools(w); err != nil {
+		w.Unmount()
+		return nil, err
+	}
 	if err := w.serveControl(); err != nil {
 		w.Unmount()
 		return nil, err

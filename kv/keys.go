@@ -8,6 +8,7 @@ const (
 	pfxInode   = 'I'
 	pfxOrphan  = 'O'
 	pfxJournal = 'J'
+	pfxAudit   = 'A'
 
 	kindAttr    = 'a'
 	kindChunk   = 'c'

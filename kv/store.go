@@ -96,6 +96,7 @@ type Store struct {
 	fetcher atomic.Pointer[Fetcher]
 	fetchState
 	journalState
+	auditState
 
 	dirty     atomic.Bool // operations committed since the last flush
 	unsynced  atomic.Bool // operations committed since the last sync

@@ -27,6 +27,8 @@ type Spec struct {
 	Sources []Source `yaml:"sources" json:"sources"`
 	// Owner owns the imported files (default: the importing user).
 	Owner *Owner `yaml:"owner,omitempty" json:"owner,omitempty"`
+	// Policy gates the agent tools (nil: everything allowed).
+	Policy *Policy `yaml:"policy,omitempty" json:"policy,omitempty"`
 }
 
 // Owner is a numeric user and group.
@@ -198,7 +200,8 @@ func yamlError(name string, err error) error {
 var (
 	lineRe      = regexp.MustCompile(`^line (\d+): (.*)$`)
 	typeRe      = regexp.MustCompile(`in type spec\.(\w+)`)
-	sectionName = map[string]string{"Spec": "the spec", "Source": "a source", "Git": "git", "S3": "s3", "Owner": "owner"}
+	sectionName = map[string]string{"Spec": "the spec", "Source": "a source", "Git": "git", "S3": "s3", "Owner": "owner",
+		"Policy": "policy", "ExecPolicy": "policy.exec", "Limits": "policy.limits"}
 )
 
 // positions maps field paths ("sources[1].s3.bucket") to their lines.
@@ -301,6 +304,11 @@ func (sp *Spec) validate(name, baseDir string, pos map[string]int) error {
 				return fail(fmt.Sprintf("sources[%d].path", second), "%s overlaps %s of sources[%d]",
 					sp.Sources[second].Path, sp.Sources[first].Path, first)
 			}
+		}
+	}
+	if sp.Policy != nil {
+		if err := sp.Policy.validate(); err != nil {
+			return fail("policy."+err.field, "%s", err.msg)
 		}
 	}
 	if sp.Owner != nil && (sp.Owner.UID == 1<<32-1 || sp.Owner.GID == 1<<32-1) {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("sources:\n  - path: /a\n    git: {url: x, depth: 1}\n"))
 	f.Add([]byte("sources:\n  - path: /d\n    s3: {bucket: b12, max_bytes: 1GiB}\n  - path: /e\n    content: x\n    mode: \"0755\"\n"))
 	f.Add([]byte("sources:\n  - path: /a/../b\n    dir: x\n"))
+	f.Add([]byte("sources:\n  - path: /a\n    content: x\npolicy:\n  read_only: true\n  deny: [/s, \"*.pem\"]\n  read_only_paths: [/w/**]\n" +
+		"  exec: {backends: [shell], deny_commands: ['\\bcurl'], network: host, max_timeout: 1m}\n  limits: {max_write: 1MiB, max_read: 1k, max_output: 10}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sp, err := Parse(data, "f.yaml", "/base")
 		if err != nil {
@@ -160,6 +163,21 @@ func FuzzParse(f *testing.F) {
 			}
 			seen[s.Path] = true
 		}
+		// A policy that parses is one the tools can use: its globs and
+		// expressions compile, and it survives the store's JSON copy.
+		if p := sp.Policy; p != nil {
+			if err := p.validate(); err != nil {
+				t.Fatalf("accepted policy fails validation: %v", err)
+			}
+			js, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Policy
+			if err := json.Unmarshal(js, &back); err != nil || back.validate() != nil {
+				t.Fatalf("policy does not survive JSON: %s: %v", js, err)
+			}
+		}
 	})
 }
 
@@ -177,6 +195,90 @@ func FuzzCleanPath(f *testing.F) {
 		}
 		if c2, err := CleanPath(c); err != nil || c2 != c {
 			t.Fatalf("CleanPath not idempotent: %q -> %q -> %q (%v)", p, c, c2, err)
+		}
+	})
+}
+
+func TestPolicy(t *testing.T) {
+	sp, err := Parse([]byte(`sources:
+  - path: /a
+    content: x
+policy:
+  read_only: true
+  deny: ["/secrets", "*.pem"]
+  read_only_paths: ["/workspace/vendor/**"]
+  exec:
+    backends: [shell]
+    deny_commands: ['\bcurl\b']
+    network: host
+    max_timeout: 30s
+  limits: {max_write: 1MiB, max_read: 10KB, max_output: 4096}
+`), "ws.yaml", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sp.Policy
+	if !p.ReadOnly || len(p.Deny) != 2 || p.Exec.Network != "host" || p.Exec.MaxTimeoutDuration().Seconds() != 30 ||
+		p.Limits.MaxWrite != 1<<20 || p.Limits.MaxRead != 10000 || p.Limits.MaxOutput != 4096 {
+		t.Fatalf("policy: %+v %+v %+v", p, p.Exec, p.Limits)
+	}
+	for _, tc := range []struct {
+		yaml string
+		line int
+		want string
+	}{
+		{"policy:\n  deny: [\"a/../b\"]\n", 5, "policy.deny[0]: \"a/../b\": .. has no place"},
+		{"policy:\n  read_only_paths: [\"[\"]\n", 5, "policy.read_only_paths[0]: \"[\": bad pattern"},
+		{"policy:\n  exec:\n    backends: [docker]\n", 6, "policy.exec.backends[0]: unknown backend \"docker\""},
+		{"policy:\n  exec:\n    deny_commands: [\"(\"]\n", 6, "policy.exec.deny_commands[0]: not a regular expression"},
+		{"policy:\n  exec:\n    network: bridge\n", 6, "policy.exec.network"},
+		{"policy:\n  exec:\n    max_timeout: soon\n", 6, "policy.exec.max_timeout"},
+		{"policy:\n  limits:\n    max_write: lots\n", 6, "size \"lots\""},
+		{"policy:\n  readonly: true\n", 5, "unknown field readonly in policy"},
+	} {
+		_, err := Parse([]byte("sources:\n  - path: /a\n    content: x\n"+tc.yaml), "ws.yaml", "/")
+		var se *Error
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &se) || se.Line != tc.line {
+			t.Errorf("%q: error %v, want line %d and %q", tc.yaml, err, tc.line, tc.want)
+		}
+	}
+}
+
+func TestMatchPath(t *testing.T) {
+	for _, tc := range []struct {
+		glob, path string
+		want       bool
+	}{
+		{"/secrets", "/secrets", true},
+		{"/secrets", "/secrets/a/b", true},
+		{"/secrets", "/secretsx", false},
+		{"/workspace/secrets/**", "/secrets/k", true},
+		{"*.pem", "/a/b/c.pem", true},
+		{"*.pem", "/c.pem", true},
+		{"*.pem", "/c.pem.txt", false},
+		{"/a/**/z", "/a/z", true},
+		{"/a/**/z", "/a/b/c/z", true},
+		{"/a/*/z", "/a/b/c/z", false},
+		{".env", "/x/.env", true},
+		{"**", "/", true},
+	} {
+		if got := MatchPath(tc.glob, tc.path); got != tc.want {
+			t.Errorf("MatchPath(%q, %q) = %v", tc.glob, tc.path, got)
+		}
+	}
+}
+
+func FuzzMatchPath(f *testing.F) {
+	for _, s := range []string{"/a/**/b", "*.go", "**", "/x/*/y/**", "[a-"} {
+		f.Add(s, "/a/x/b")
+	}
+	f.Fuzz(func(t *testing.T, g, p string) {
+		if checkGlob(g) != nil {
+			return
+		}
+		m := MatchPath(g, p)
+		if MatchGlob(g, p) && !m {
+			t.Fatalf("%q matches %q itself but not as a path", g, p)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 	path := fset.String("path", "", "only changes to this path or under it (as /repo/a.go)")
 	asJSON := fset.Bool("json", false, "one JSON object per line")
 	follow := fset.Bool("follow", false, "keep printing new changes as they come (with -w)")
+	toolCalls := fset.Bool("tools", false, "the audit of agent tool calls instead of the journal (--since ID, --json, --follow)")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
 		return err
@@ -35,6 +37,9 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 	}
 	if *follow && *mount == "" {
 		return &exitError{2, errors.New("--follow needs -w MOUNTPOINT (a running workspace)")}
+	}
+	if *toolCalls {
+		return logTools(*mount, *store, *since, *asJSON, *follow, stdout)
 	}
 	q := computerfs.LogQuery{Path: *path, Limit: 10000}
 	if *since != "" {
@@ -105,3 +110,78 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// logTools prints the audit of tool calls, oldest first. With follow,
+// records are printed once their call has ended, in id order.
+func logTools(mount, store, since string, asJSON, follow bool, stdout io.Writer) error {
+	var after uint64
+	if since != "" {
+		n, err := strconv.ParseUint(since, 10, 64)
+		if err != nil {
+			return &exitError{2, fmt.Errorf("--since %q: with --tools, a call id", since)}
+		}
+		after = max(n, 1) - 1
+	}
+	enc := json.NewEncoder(stdout)
+	print := func(r kv.AuditRecord) {
+		if asJSON {
+			enc.Encode(r)
+		} else {
+			fmt.Fprintln(stdout, computerfs.AuditString(r))
+		}
+	}
+	const page = 1000
+	if store != "" {
+		st, err := kv.Open(store, kv.Options{Logger: discardLogger()})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for {
+			rs, err := computerfs.ReadAudit(st, after, page)
+			if err != nil {
+				return err
+			}
+			for _, r := range rs {
+				print(r)
+				after = r.ID
+			}
+			if len(rs) < page {
+				return nil
+			}
+		}
+	}
+	c, err := computerfs.Dial(mount)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	for {
+		rs, err := c.Audit(ctx, after, page)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if follow && !r.Done {
+				break // wait for it: later records come after it
+			}
+			print(r)
+			after = r.ID
+		}
+		if len(rs) == page && after == rs[len(rs)-1].ID {
+			continue
+		}
+		if !follow {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -30,8 +30,10 @@ Usage:
   computerfs refresh -w MOUNTPOINT | --store DIR    bring upstream changes into untouched paths
                                                     (exit 3: some paths kept for their local edits)
   computerfs status -w MOUNTPOINT                   the workspace's daemon and sources
-  computerfs log -w MOUNTPOINT | --store DIR        the journal of changes (--since, --path, --json, --follow)
+  computerfs log -w MOUNTPOINT | --store DIR        the journal of changes (--since, --path, --json, --follow;
+                                                    --tools: the audit of agent tool calls)
   computerfs exec -w MOUNTPOINT -- 'COMMAND'        run a shell command in the daemon, on the store
+  computerfs mcp -w MOUNTPOINT [--listen ADDR]      serve the agent tools over MCP (stdio, or HTTP with a bearer token)
   computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
   computerfs fsck --store DIR                       check a store's consistency (not while mounted)
   computerfs bench [flags] NAME=DIR...              benchmark directories against each other
@@ -87,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdLog(args[1:], stdout, stderr)
 	case "exec":
 		return cmdExec(args[1:], stdout, stderr)
+	case "mcp":
+		return cmdMCP(args[1:], stderr)
 	case "unmount", "umount":
 		return cmdUnmount(args[1:], stderr)
 	case "fsck":

@@ -1,0 +1,210 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Policy gates the agent tools (package tools): what they may read,
+// change and run. A spec without one allows everything, with the default
+// limits.
+type Policy struct {
+	// ReadOnly refuses every tool that changes the workspace (write, edit,
+	// mkdir, delete, clone) and exec, which could.
+	ReadOnly bool `yaml:"read_only,omitempty" json:"read_only,omitempty"`
+	// Deny lists path globs the tools may neither read nor change nor list.
+	Deny []string `yaml:"deny,omitempty" json:"deny,omitempty"`
+	// ReadOnlyPaths lists path globs the tools may read but not change.
+	ReadOnlyPaths []string    `yaml:"read_only_paths,omitempty" json:"read_only_paths,omitempty"`
+	Exec          *ExecPolicy `yaml:"exec,omitempty" json:"exec,omitempty"`
+	Limits        *Limits     `yaml:"limits,omitempty" json:"limits,omitempty"`
+}
+
+// ExecPolicy gates the exec tool.
+type ExecPolicy struct {
+	Disabled bool `yaml:"disabled,omitempty" json:"disabled,omitempty"` // no exec at all
+	// Backends are the backends exec may use ("shell", "sandbox"; empty:
+	// both).
+	Backends []string `yaml:"backends,omitempty" json:"backends,omitempty"`
+	// DenyCommands are regular expressions (RE2); a command that matches
+	// any of them is refused.
+	DenyCommands []string `yaml:"deny_commands,omitempty" json:"deny_commands,omitempty"`
+	// Network is the sandbox's network: "none" (the default) or "host".
+	Network string `yaml:"network,omitempty" json:"network,omitempty"`
+	// MaxTimeout bounds a command's timeout (a Go duration; default 10m).
+	MaxTimeout string `yaml:"max_timeout,omitempty" json:"max_timeout,omitempty"`
+}
+
+// Limits are the tools' size limits (0: the default).
+type Limits struct {
+	MaxWrite  Size `yaml:"max_write,omitempty" json:"max_write,omitempty"`   // content write and edit may store (16 MiB)
+	MaxRead   Size `yaml:"max_read,omitempty" json:"max_read,omitempty"`     // bytes one read returns (64 KiB)
+	MaxOutput Size `yaml:"max_output,omitempty" json:"max_output,omitempty"` // exec's stdout and stderr kept (64 KiB)
+}
+
+// Default limits.
+const (
+	DefaultMaxWrite   = 16 << 20
+	DefaultMaxRead    = 64 << 10
+	DefaultMaxOutput  = 64 << 10
+	DefaultMaxTimeout = 10 * time.Minute
+)
+
+// Exec backends a policy may name.
+var execBackends = map[string]bool{"shell": true, "sandbox": true}
+
+func (p *Policy) validate() *fieldError {
+	for i, g := range p.Deny {
+		if err := checkGlob(g); err != nil {
+			return &fieldError{fmt.Sprintf("deny[%d]", i), err.Error()}
+		}
+	}
+	for i, g := range p.ReadOnlyPaths {
+		if err := checkGlob(g); err != nil {
+			return &fieldError{fmt.Sprintf("read_only_paths[%d]", i), err.Error()}
+		}
+	}
+	if e := p.Exec; e != nil {
+		for i, b := range e.Backends {
+			if !execBackends[b] {
+				return &fieldError{fmt.Sprintf("exec.backends[%d]", i), fmt.Sprintf("unknown backend %q (shell or sandbox)", b)}
+			}
+		}
+		for i, c := range e.DenyCommands {
+			if _, err := regexp.Compile(c); err != nil {
+				return &fieldError{fmt.Sprintf("exec.deny_commands[%d]", i), fmt.Sprintf("not a regular expression: %v", err)}
+			}
+		}
+		switch e.Network {
+		case "", "none", "host":
+		default:
+			return &fieldError{"exec.network", fmt.Sprintf("%q: want none or host", e.Network)}
+		}
+		if e.MaxTimeout != "" {
+			if d, err := time.ParseDuration(e.MaxTimeout); err != nil || d <= 0 {
+				return &fieldError{"exec.max_timeout", fmt.Sprintf("%q is not a duration such as 10m", e.MaxTimeout)}
+			}
+		}
+	}
+	if l := p.Limits; l != nil {
+		for _, f := range []struct {
+			name string
+			v    Size
+		}{{"max_write", l.MaxWrite}, {"max_read", l.MaxRead}, {"max_output", l.MaxOutput}} {
+			if f.v < 0 {
+				return &fieldError{"limits." + f.name, "must be 0 (the default) or more"}
+			}
+		}
+	}
+	return nil
+}
+
+// MaxTimeoutDuration is the longest timeout exec may ask for.
+func (e *ExecPolicy) MaxTimeoutDuration() time.Duration {
+	if e == nil || e.MaxTimeout == "" {
+		return DefaultMaxTimeout
+	}
+	d, _ := time.ParseDuration(e.MaxTimeout)
+	return d
+}
+
+func checkGlob(g string) error {
+	if g == "" {
+		return errors.New("empty pattern")
+	}
+	if strings.IndexByte(g, 0) >= 0 {
+		return errors.New("contains a NUL byte")
+	}
+	for _, part := range globParts(g) {
+		if part == ".." {
+			return fmt.Errorf("%q: .. has no place in a pattern", g)
+		}
+		if _, err := path.Match(part, ""); err != nil {
+			return fmt.Errorf("%q: bad pattern", g)
+		}
+	}
+	return nil
+}
+
+// globParts normalises a pattern into components: "/workspace/a/*.go" and
+// "/a/*.go" are rooted at the workspace; a pattern without a leading slash
+// ("*.env", "secrets/**") matches at any depth, as in .gitignore.
+func globParts(g string) []string {
+	if rest, ok := strings.CutPrefix(g, "/workspace"); ok && (rest == "" || rest[0] == '/') {
+		g = rest
+	}
+	rooted := strings.HasPrefix(g, "/")
+	var parts []string
+	if !rooted {
+		parts = append(parts, "**")
+	}
+	for _, p := range strings.Split(g, "/") {
+		if p != "" && p != "." {
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+// MatchPath tells whether the workspace path p ("/a/b.go", clean) is
+// matched by the glob g or lies under something g matches: "/secrets"
+// covers "/secrets/key". "*" matches within a name, "**" any number of
+// names.
+func MatchPath(g, p string) bool {
+	pat := globParts(g)
+	var names []string
+	for _, n := range strings.Split(p, "/") {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	for i := 0; i <= len(names); i++ {
+		if matchParts(pat, names[:i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchGlob tells whether the workspace path p is matched by g itself
+// (not by an ancestor): find's patterns.
+func MatchGlob(g, p string) bool {
+	var names []string
+	for _, n := range strings.Split(p, "/") {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	return matchParts(globParts(g), names)
+}
+
+func matchParts(pat, names []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for len(pat) > 0 && pat[0] == "**" {
+				pat = pat[1:]
+			}
+			if len(pat) == 0 {
+				return true
+			}
+			for i := 0; i <= len(names); i++ {
+				if matchParts(pat, names[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(names) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], names[0]); !ok {
+			return false
+		}
+		pat, names = pat[1:], names[1:]
+	}
+	return len(names) == 0
+}

@@ -1,0 +1,222 @@
+package computerfs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/tools"
+)
+
+// The agent tools run in the daemon, on the store (package tools); the
+// control socket takes calls by name, so that `computerfs mcp`, a
+// separate process, serves them over MCP:
+//
+//	POST /v1/tools/NAME   arguments as JSON; answer {"result": ...} or
+//	                      {"error": "...", "refused": "RULE"}
+//	GET  /v1/audit        audit records (?after=ID&limit=N)
+
+// newTools makes the workspace's tools, with the stored spec's policy.
+func newTools(w *Workspace) (*tools.Tools, error) {
+	var pol *spec.Policy
+	if w.spec != nil {
+		pol = w.spec.Policy
+	}
+	return tools.New(w.FS, tools.Options{Policy: pol, Run: w.runTool, Log: w.log})
+}
+
+// runTool is exec's backend: Workspace.Exec.
+func (w *Workspace) runTool(ctx context.Context, r tools.RunRequest, stdout, stderr io.Writer) (tools.RunResult, error) {
+	req := ExecRequest{Command: r.Command, Backend: r.Backend, Cwd: r.Cwd, Env: r.Env, Stdin: r.Stdin, Network: r.Network}
+	if r.Timeout > 0 {
+		req.Timeout = r.Timeout.String()
+	}
+	res, err := w.Exec(ctx, req, stdout, stderr)
+	if err != nil {
+		return tools.RunResult{}, err
+	}
+	out := tools.RunResult{ExitCode: res.ExitCode, Backend: res.Backend, Stopped: res.Stopped}
+	if res.Backend == "shell" {
+		out.Actor = kv.Actor{Entry: "shell", Request: res.Request}
+	}
+	return out, nil
+}
+
+// Tools returns the workspace's agent tools.
+func (w *Workspace) Tools() *tools.Tools { return w.tools }
+
+// toolAnswer is the control socket's answer to a tool call.
+type toolAnswer struct {
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Refused string          `json:"refused,omitempty"`
+}
+
+func (w *Workspace) serveTool(rw http.ResponseWriter, r *http.Request) {
+	args, err := io.ReadAll(io.LimitReader(r.Body, maxExecRequest+1))
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(args) > maxExecRequest {
+		writeJSON(rw, toolAnswer{Error: fmt.Sprintf("arguments over %d bytes", maxExecRequest)})
+		return
+	}
+	res, err := w.tools.Call(r.Context(), r.PathValue("name"), args)
+	if err != nil {
+		ans := toolAnswer{Error: err.Error()}
+		var rf *tools.Refusal
+		if errors.As(err, &rf) {
+			ans.Refused = rf.Rule
+		}
+		writeJSON(rw, ans)
+		return
+	}
+	writeJSON(rw, toolAnswer{Result: res})
+}
+
+func (w *Workspace) serveAudit(rw http.ResponseWriter, r *http.Request) {
+	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	recs, err := ReadAudit(w.Store, after, limit)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(rw, recs)
+}
+
+// ReadAudit returns up to limit audit records after the id after (limit
+// 0: 1000).
+func ReadAudit(st *kv.Store, after uint64, limit int) ([]kv.AuditRecord, error) {
+	if limit <= 0 || limit > maxLogLimit {
+		limit = 1000
+	}
+	out := []kv.AuditRecord{}
+	err := st.ReadAudit(after, func(r kv.AuditRecord) bool {
+		out = append(out, r)
+		return len(out) < limit
+	})
+	return out, err
+}
+
+// ToolError is a tool call that failed or was refused.
+type ToolError struct {
+	Msg     string
+	Refused string // the rule, when the policy refused the call
+}
+
+func (e *ToolError) Error() string { return e.Msg }
+
+// Call runs a tool in the daemon (tools.Caller). A tool's failure is a
+// *ToolError; anything else means the daemon could not be asked.
+func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://computerfs/v1/tools/"+name, bytes.NewReader(args))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, fmt.Errorf("workspace daemon: %s", strings.TrimSpace(string(msg)))
+	}
+	var ans toolAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return nil, fmt.Errorf("workspace daemon: %w", err)
+	}
+	if ans.Error != "" {
+		return nil, &ToolError{Msg: ans.Error, Refused: ans.Refused}
+	}
+	return ans.Result, nil
+}
+
+// Audit asks the daemon for audit records after an id.
+func (c *Client) Audit(ctx context.Context, after uint64, limit int) ([]kv.AuditRecord, error) {
+	var out []kv.AuditRecord
+	return out, c.call(ctx, http.MethodGet, fmt.Sprintf("/v1/audit?after=%d&limit=%d", after, limit), &out)
+}
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	Store  string     // the store directory
+	Spec   *spec.Spec // imported first into a new store; nil: the store must exist
+	Logger *slog.Logger
+}
+
+// Open opens a workspace without mounting it, importing the spec's
+// sources first when the store is new: for Go programs that embed
+// computerfs and use its tools (Workspace.Tools) directly. Close it when
+// done. The store must not be mounted meanwhile.
+func Open(ctx context.Context, opts OpenOptions) (*Workspace, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Spec != nil {
+		if _, err := Import(ctx, ImportOptions{Spec: opts.Spec, Store: opts.Store, Logger: opts.Logger}); err != nil {
+			return nil, err
+		}
+	}
+	mo := MountOptions{Logger: opts.Logger}
+	st, err := openStore(opts.Store, mo)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := storedSpec(st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	w := &Workspace{Store: st, FS: newFS(st), spec: sp, log: opts.Logger}
+	if w.tools, err = newTools(w); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Close closes a workspace that Open opened.
+func (w *Workspace) Close() error { return w.closeStore() }
+
+// AuditString formats an audit record for people: start time, id, tool,
+// arguments, then the outcome, duration, backend and journal records.
+func AuditString(r kv.AuditRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s #%d %s %s", time.Unix(0, r.Start).UTC().Format("2006-01-02T15:04:05.000Z"), r.ID, r.Tool, r.Args)
+	switch {
+	case !r.Done:
+		b.WriteString(" -> running (or interrupted)")
+		return b.String()
+	case r.Refused != "":
+		fmt.Fprintf(&b, " -> REFUSED: %s", r.Error)
+	case r.Error != "":
+		fmt.Fprintf(&b, " -> ERROR: %s", r.Error)
+	default:
+		fmt.Fprintf(&b, " -> %s", r.Result)
+	}
+	fmt.Fprintf(&b, " (%s", time.Duration(r.DurationNs).Round(time.Microsecond))
+	if r.Backend != "" {
+		b.WriteString(", " + r.Backend)
+	}
+	switch {
+	case r.Journal == 1:
+		fmt.Fprintf(&b, ", journal %d", r.JournalFirst)
+	case r.Journal > 1:
+		fmt.Fprintf(&b, ", journal %d-%d: %d records", r.JournalFirst, r.JournalLast, r.Journal)
+	}
+	b.WriteString(")")
+	return b.String()
+}

@@ -1,0 +1,112 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/computerfs/computerfs/sources"
+)
+
+// GitCloneArgs are GitClone's arguments.
+type GitCloneArgs struct {
+	URL   string `json:"url"`             // https, ssh, file:// or a local path of the host
+	Path  string `json:"path"`            // where the checkout goes; must not exist
+	Ref   string `json:"ref,omitempty"`   // a branch or tag (default: the remote's HEAD)
+	Depth int    `json:"depth,omitempty"` // 0: the whole history
+}
+
+// GitCloneResult is what GitClone made.
+type GitCloneResult struct {
+	Path   string `json:"path"`
+	Head   string `json:"head"` // the commit checked out
+	Branch string `json:"branch,omitempty"`
+}
+
+func (r GitCloneResult) summary() string { return "checked out " + r.Head }
+
+// Text is the result as a model reads it.
+func (r GitCloneResult) Text() string {
+	return fmt.Sprintf("Cloned into %s at %s.", r.Path, r.Head)
+}
+
+// GitClone clones a git repository into the workspace (with go-git,
+// through the store, journaled as the call's). It is for harnesses, not
+// offered over MCP: the URL may name a repository on the host.
+// Credentials are not handled yet; a public or local repository works.
+func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, error) {
+	return do(ctx, t, "git-clone", a, func(c *call) (GitCloneResult, error) {
+		if a.URL == "" {
+			return GitCloneResult{}, errors.New("url is empty")
+		}
+		if a.Depth < 0 {
+			return GitCloneResult{}, errors.New("depth must be 0 (the whole history) or more")
+		}
+		p, err := t.resolveFor(c.fs, a.Path, true, true)
+		if err != nil {
+			return GitCloneResult{}, err
+		}
+		if p == "/" {
+			return GitCloneResult{}, fmt.Errorf("clone into a directory under %s, not the root", Root)
+		}
+		if _, err := c.fs.Lstat(p); err == nil {
+			return GitCloneResult{}, fmt.Errorf("%s exists: clone into a new path", show(p))
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return GitCloneResult{}, showErr(err)
+		}
+		if err := t.mkdirAll(c, p); err != nil {
+			return GitCloneResult{}, err
+		}
+		var repo *git.Repository
+		refs := []plumbing.ReferenceName{""}
+		if a.Ref != "" { // a branch, else a tag
+			refs = []plumbing.ReferenceName{plumbing.NewBranchReferenceName(a.Ref), plumbing.NewTagReferenceName(a.Ref)}
+		}
+		var cerr error
+		for _, ref := range refs {
+			dot, err := c.fs.Billy(p).Chroot(".git")
+			if err != nil {
+				return GitCloneResult{}, err
+			}
+			st := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+			opts := &git.CloneOptions{URL: sources.GitURL(a.URL), ReferenceName: ref, Depth: a.Depth, SingleBranch: a.Depth > 0}
+			if a.Depth > 0 {
+				opts.Tags = git.NoTags
+			}
+			repo, cerr = git.CloneContext(ctx, st, c.fs.Billy(p), opts)
+			st.Close()
+			if cerr == nil {
+				break
+			}
+			repo = nil
+			if err := c.fs.RemoveAll(p); err != nil {
+				return GitCloneResult{}, showErr(err)
+			}
+			if err := c.fs.MkdirAll(p, 0o755); err != nil {
+				return GitCloneResult{}, showErr(err)
+			}
+		}
+		if repo == nil {
+			c.fs.RemoveAll(p)
+			if a.Ref != "" {
+				return GitCloneResult{}, fmt.Errorf("git clone %s, ref %q (tried as a branch and as a tag): %w", a.URL, a.Ref, cerr)
+			}
+			return GitCloneResult{}, fmt.Errorf("git clone %s: %w", a.URL, cerr)
+		}
+		head, err := repo.Head()
+		if err != nil {
+			return GitCloneResult{}, fmt.Errorf("git %s: HEAD: %w", a.URL, err)
+		}
+		res := GitCloneResult{Path: show(p), Head: head.Hash().String()}
+		if head.Name().IsBranch() {
+			res.Branch = head.Name().Short()
+		}
+		return res, nil
+	})
+}

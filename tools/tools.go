@@ -1,0 +1,296 @@
+// Package tools gives agents the workspace's tools (read, write, edit,
+// mkdir, ls, find, grep, delete, exec) as a Go API and, through an MCP
+// server (NewServer), to any agent harness.
+//
+// Design:
+//
+//   - The tools run where the store is (in the daemon, or in a program that
+//     opened the store itself), on wsfs: no FUSE round trip, and every
+//     change they make is journaled with the actor {Entry: "tools",
+//     Request: ID}, ID being the call's audit id.
+//   - Paths are what exec sees: absolute under /workspace or relative to
+//     it. Every path is resolved here first, link by link, and refused if
+//     it leaves /workspace in any way (.., an absolute path elsewhere, a
+//     symbolic link pointing outside); the policy's globs are checked on
+//     the path as spelled and as resolved.
+//   - Every call is gated by the policy (spec.Policy) and audited in the
+//     store (kv.AuditRecord): arguments with large values as size and
+//     SHA-256, the result's summary or the error, the rule that refused
+//     it, start, duration, backend, and the journal records it caused.
+//   - Writes are atomic: the new content goes to a temporary file beside
+//     the target, which is then renamed over it (mode and owner kept), so
+//     a reader sees the old content or the new, and a failed call leaves
+//     nothing half written. (As with sed -i, a hard link to the old file
+//     keeps the old content.)
+//   - Tool errors (a refusal, a missing file, an edit that does not match)
+//     are ordinary errors for the Go API and tool errors (isError) for MCP;
+//     only a broken transport is a protocol error.
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+// Runner runs exec's commands: the workspace's exec backends.
+type Runner func(ctx context.Context, req RunRequest, stdout, stderr io.Writer) (RunResult, error)
+
+// RunRequest is a command for a Runner.
+type RunRequest struct {
+	Command string
+	Backend string // "shell", "sandbox" or "auto"
+	Cwd     string // absolute, under /workspace
+	Env     []string
+	Timeout time.Duration
+	Stdin   []byte
+	Network string // the policy's sandbox network: "none" or "host"
+}
+
+// RunResult is how a command ended.
+type RunResult struct {
+	ExitCode int
+	Backend  string
+	Stopped  string // "timeout", "output limit"... or ""
+	// Actor is who the journal names as the author of the command's
+	// changes, so that the audit can find them.
+	Actor kv.Actor
+}
+
+// Options configure New.
+type Options struct {
+	Policy *spec.Policy // nil: everything allowed, default limits
+	Run    Runner       // nil: exec is refused
+	Log    *slog.Logger
+}
+
+// Tools are a workspace's tools. They are safe for concurrent use.
+type Tools struct {
+	fs  *wsfs.FS
+	st  *kv.Store
+	pol *policy
+	run Runner
+	log *slog.Logger
+}
+
+// New returns the tools of the workspace f.
+func New(f *wsfs.FS, opts Options) (*Tools, error) {
+	p := opts.Policy
+	if p == nil {
+		p = &spec.Policy{}
+	}
+	pl := &policy{p: *p, maxWrite: spec.DefaultMaxWrite, maxRead: spec.DefaultMaxRead, maxOutput: spec.DefaultMaxOutput, network: "none"}
+	if l := p.Limits; l != nil {
+		pl.maxWrite = cmpOr(int64(l.MaxWrite), pl.maxWrite)
+		pl.maxRead = cmpOr(int64(l.MaxRead), pl.maxRead)
+		pl.maxOutput = cmpOr(int64(l.MaxOutput), pl.maxOutput)
+	}
+	pl.maxTimeout = p.Exec.MaxTimeoutDuration().Milliseconds()
+	if e := p.Exec; e != nil {
+		if len(e.Backends) > 0 {
+			pl.backends = map[string]bool{}
+			for _, b := range e.Backends {
+				pl.backends[b] = true
+			}
+		}
+		for i, c := range e.DenyCommands {
+			re, err := regexp.Compile(c)
+			if err != nil {
+				return nil, fmt.Errorf("policy exec.deny_commands[%d]: %w", i, err)
+			}
+			pl.denyCmds = append(pl.denyCmds, &regexpRule{rule: fmt.Sprintf("policy exec.deny_commands[%d] %q", i, c), re: re})
+		}
+		if e.Network != "" {
+			pl.network = e.Network
+		}
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := f.As(kv.Actor{Entry: "tools"})
+	g.SetRootPrefix(Root)
+	return &Tools{fs: g, st: f.Store(), pol: pl, run: opts.Run, log: log}, nil
+}
+
+func cmpOr(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// call is one tool call in progress.
+type call struct {
+	id      uint64
+	fs      *wsfs.FS // journaled as this call's
+	actor   kv.Actor
+	backend string
+}
+
+// summarizer gives a result's one-line summary for the audit.
+type summarizer interface{ summary() string }
+
+// do runs one audited call of tool.
+func do[A any, R summarizer](ctx context.Context, t *Tools, tool string, args A, fn func(c *call) (R, error)) (R, error) {
+	var zero R
+	id, err := t.st.NewAuditID()
+	if err != nil {
+		return zero, fmt.Errorf("audit: %w", err)
+	}
+	start := time.Now()
+	c := &call{id: id, actor: kv.Actor{Entry: "tools", Request: strconv.FormatUint(id, 10)}}
+	c.fs = t.fs.As(c.actor)
+	rec := &kv.AuditRecord{ID: id, Tool: tool, Args: auditArgs(args), Start: start.UnixNano(), Actor: c.actor}
+	if err := t.st.PutAudit(rec); err != nil {
+		return zero, fmt.Errorf("audit: %w", err)
+	}
+	before := t.st.LastSeq()
+	res, err := func() (res R, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				t.log.Error("tool panicked", "tool", tool, "id", id, "panic", p)
+				err = fmt.Errorf("internal error in %s: %v", tool, p)
+			}
+		}()
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		return fn(c)
+	}()
+	rec.Done, rec.DurationNs, rec.Backend, rec.Actor = true, time.Since(start).Nanoseconds(), c.backend, c.actor
+	if err != nil {
+		rec.Error = err.Error()
+		var rf *Refusal
+		if errors.As(err, &rf) {
+			rec.Refused = rf.Rule
+		}
+	} else {
+		rec.Result = res.summary()
+	}
+	if jerr := t.st.ReadJournal(before, func(r kv.Record) bool {
+		if r.Actor == c.actor {
+			if rec.JournalFirst == 0 {
+				rec.JournalFirst = r.Seq
+			}
+			rec.JournalLast = r.Seq
+			rec.Journal++
+		}
+		return true
+	}); jerr != nil {
+		t.log.Error("audit: reading the journal", "err", jerr)
+	}
+	if perr := t.st.PutAudit(rec); perr != nil {
+		t.log.Error("audit: writing the record", "id", id, "err", perr)
+		if err == nil {
+			return res, fmt.Errorf("audit: %w", perr)
+		}
+	}
+	return res, err
+}
+
+// largeArg is how long a string argument may be before the audit keeps
+// only its size and hash.
+const largeArg = 256
+
+// auditArgs encodes arguments for the audit, with large string values
+// replaced by {"size": N, "sha256": "..."}.
+func auditArgs(args any) string {
+	js, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Sprintf("%q", err.Error())
+	}
+	var v any
+	if json.Unmarshal(js, &v) != nil {
+		return string(js)
+	}
+	var out strings.Builder
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // commands read better with < and > as they are
+	enc.Encode(shrink(v))
+	return strings.TrimSuffix(out.String(), "\n")
+}
+
+func shrink(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > largeArg {
+			sum := sha256.Sum256([]byte(x))
+			return map[string]any{"size": len(x), "sha256": hex.EncodeToString(sum[:])}
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = shrink(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = shrink(e)
+		}
+	}
+	return v
+}
+
+// Names lists the tools.
+var Names = []string{"read", "write", "edit", "mkdir", "ls", "find", "grep", "delete", "exec"}
+
+// Call runs the tool name with JSON arguments and returns its result as
+// JSON: for servers (the daemon's control socket) that take calls by name.
+// Unknown fields in args are refused.
+func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	switch name {
+	case "read":
+		return callJSON(ctx, args, t.Read)
+	case "write":
+		return callJSON(ctx, args, t.Write)
+	case "edit":
+		return callJSON(ctx, args, t.Edit)
+	case "mkdir":
+		return callJSON(ctx, args, t.Mkdir)
+	case "ls":
+		return callJSON(ctx, args, t.Ls)
+	case "find":
+		return callJSON(ctx, args, t.Find)
+	case "grep":
+		return callJSON(ctx, args, t.Grep)
+	case "delete":
+		return callJSON(ctx, args, t.Delete)
+	case "exec":
+		return callJSON(ctx, args, t.Exec)
+	}
+	return nil, fmt.Errorf("unknown tool %q (the tools are %v)", name, Names)
+}
+
+// ArgsError is a call whose arguments do not decode.
+type ArgsError struct{ Err error }
+
+func (e *ArgsError) Error() string { return "arguments: " + e.Err.Error() }
+func (e *ArgsError) Unwrap() error { return e.Err }
+
+func callJSON[A, R any](ctx context.Context, raw json.RawMessage, fn func(context.Context, A) (R, error)) (json.RawMessage, error) {
+	var a A
+	if len(raw) > 0 {
+		dec := json.NewDecoder(bytesReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return nil, &ArgsError{err}
+		}
+	}
+	r, err := fn(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
