@@ -84,6 +84,8 @@ type SandboxOptions struct {
 func (w *Workspace) setBackends(opts MountOptions) {
 	w.shell = &shell.Backend{FS: w.FS}
 	switch {
+	case w.Mountpoint == "":
+		w.noSandbox = "the workspace is not mounted (the sandbox runs on the mount)"
 	case opts.Sandbox == nil:
 		w.noSandbox = "the daemon was started without the sandbox backend"
 	case opts.Private:

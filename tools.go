@@ -181,6 +181,7 @@ func Open(ctx context.Context, opts OpenOptions) (*Workspace, error) {
 		return nil, err
 	}
 	w := &Workspace{Store: st, FS: newFS(st), spec: sp, log: opts.Logger}
+	w.setBackends(mo) // no mount: the shell fast path only
 	if w.tools, err = newTools(w); err != nil {
 		st.Close()
 		return nil, err
