@@ -164,6 +164,11 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int)
 		}
 		return ""
 	}
+	if check := argChecks[name]; check != nil {
+		if why := check(words[1:]); why != "" {
+			return why
+		}
+	}
 	if IsBuiltin(name) {
 		return ""
 	}

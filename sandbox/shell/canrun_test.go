@@ -34,6 +34,18 @@ func TestCanRun(t *testing.T) {
 		{"kill 1", false},
 		{"echo 'unclosed", false},
 		{"git status", false},
+		{"tar -czf out.tgz --exclude=.git src && tar -tzvf out.tgz", true},
+		{"tar xzf a.tgz -C out", true},
+		{"tar xjf a.tar.bz2", true},
+		{"tar -cjf a.tar.bz2 src", false},
+		{"tar cjf a.tar.bz2 src", false},
+		{"tar -xJf a.tar.xz", false},
+		{"tar -xf a.tar.xz", false},
+		{"tar --zstd -xf a.tar", false},
+		{"tar -rf a.tar x", false},
+		{"tar -P -xf a.tar", false},
+		{"gzip -r dir", false},
+		{"gzip -9c f > f.gz; gunzip -k f.gz; zcat f.gz | head", true},
 	}
 	for _, c := range cases {
 		ok, why := CanRun(c.script)
@@ -66,6 +78,10 @@ func FuzzCanRun(f *testing.F) {
 		f.Add(l)
 	}
 	f.Add("eval 'eval \"ls\"'")
+	f.Add("tar -xvzf a.tgz -C out --strip-components=1 --exclude='*.o'")
+	f.Add("tar cjf x.tar.bz2 -- -J")
+	f.Add("tar -f")
+	f.Add("gzip -S .z -r")
 	f.Fuzz(func(t *testing.T, script string) {
 		ok, why := CanRun(script)
 		if ok && why != "" || !ok && why == "" {

@@ -35,6 +35,11 @@ type cmdFunc func(c *cmd) int
 // own (echo, printf, test, cd, pwd, true, false, read...).
 var builtins map[string]cmdFunc
 
+// argChecks look at the arguments of a built-in command (a word computed
+// at run time is "") and say why the fast path cannot run that form of
+// it, or "". CanRun asks them.
+var argChecks = map[string]func(args []string) string{}
+
 func register(fn cmdFunc, names ...string) {
 	if builtins == nil {
 		builtins = map[string]cmdFunc{}
