@@ -25,7 +25,8 @@ type cmd struct {
 	dir    string
 	env    expand.Environ
 	stdin  io.Reader
-	out    *bufio.Writer
+	out    *bufio.Writer // buffered stdout of a built-in
+	stdout io.Writer     // what out writes to
 	stderr io.Writer
 }
 
@@ -86,7 +87,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 		}
 		name := commandName(args[0])
 		c := &cmd{ctx: ctx, r: r, hc: hc, name: name, args: append([]string{name}, args[1:]...),
-			dir: hc.Dir, env: hc.Env, stdin: hc.Stdin, stderr: hc.Stderr}
+			dir: hc.Dir, env: hc.Env, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr}
 		if c.stdin == nil {
 			c.stdin = strings.NewReader("")
 		}
@@ -105,6 +106,10 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 		default:
 			fn, ok := builtins[name]
 			if !ok {
+				if strings.Contains(args[0], "/") {
+					code = c.execPath(args)
+					break
+				}
 				code = c.notFound(args[0])
 				break
 			}
@@ -148,7 +153,7 @@ func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 	name := commandName(args[0])
 	if fn, ok := builtins[name]; ok {
 		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: append([]string{name}, args[1:]...),
-			dir: c.dir, env: c.env, stdin: stdin, stderr: c.stderr}
+			dir: c.dir, env: c.env, stdin: stdin, stdout: stdout, stderr: c.stderr}
 		sub.out = bufio.NewWriterSize(stdout, 32<<10)
 		code := fn(sub)
 		sub.out.Flush()
@@ -164,6 +169,11 @@ func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 		code := simpleBuiltin(sub)
 		sub.out.Flush()
 		return code
+	}
+	if strings.Contains(args[0], "/") {
+		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: args, dir: c.dir, env: c.env,
+			stdin: stdin, stdout: stdout, stderr: c.stderr, out: bufio.NewWriter(stdout)}
+		return sub.execPath(args)
 	}
 	return c.notFound(args[0])
 }

@@ -65,7 +65,7 @@ func TestEscapes(t *testing.T) {
 		"/usr/bin/touch " + marker, "touch " + marker, "echo x > " + marker,
 		"cat /tmp/sh-interp-computerfs-test", "cat " + fifoLike, "echo x > /dev/null/computerfs/sh-interp-1",
 		"env", "set", "declare -p", "export", "echo $COMPUTERFS_TEST_SECRET", "printenv COMPUTERFS_TEST_SECRET",
-		"type -p sh; command -v python3; which bash",
+		"type -p python3 gcc; command -v python3; which perl",
 		"eval 'cat /etc/passwd'", "cat $(echo /etc/passwd)", "cat < /etc/passwd", "while read l; do echo $l; done < /etc/passwd",
 		"cat /dev/stdin /dev/fd/0 /dev/tty", "ls /dev",
 		"echo $$ $PPID $BASHPID",
@@ -96,8 +96,13 @@ func TestEscapes(t *testing.T) {
 	if out, _, _ := sh(t, s, "cd ../..; pwd"); out != "/\n" {
 		t.Errorf("cd ../..: %q", out)
 	}
-	if out, _, code := sh(t, s, "exec /bin/sh"); code != 127 || out != "" {
-		t.Errorf("exec /bin/sh: %d %q", code, out)
+	if out, _, code := sh(t, s, "exec /usr/bin/python3"); code != 127 || out != "" {
+		t.Errorf("exec /usr/bin/python3: %d %q", code, out)
+	}
+	// sh and bash are the fast path's own nested interpreter: the same
+	// namespace, no host program
+	if out, _, _ := sh(t, s, "exec /bin/sh -c 'ls /; echo $0'"); out != "dev\ntmp\nworkspace\nsh\n" {
+		t.Errorf("exec /bin/sh: %q", out)
 	}
 }
 

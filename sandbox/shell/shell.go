@@ -151,9 +151,10 @@ type run struct {
 	sh       *Shell
 	runner   *interp.Runner
 	cancel   context.CancelCauseFunc
-	commands atomic.Int64
+	commands *atomic.Int64 // shared with the scripts the run starts
 	maxCmds  int64
 	out      *limitWriter
+	depth    int // of nested scripts (sh x.sh, ./x.sh)
 }
 
 // Exec runs the script command. The error is for a failure of the shell
@@ -188,6 +189,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		return res, nil
 	}
 	rewriteSpecial(file)
+	file.Name = "bash" // $0, as bash -c gives it
 
 	cwd := wsRoot
 	if opts.Cwd != "" {
@@ -212,7 +214,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	}
 	lw.onFull = func() { cancel(errOutputLimit) }
 
-	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw}
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64)}
 	if r.maxCmds == 0 {
 		r.maxCmds = DefaultMaxCommands
 	}
@@ -222,20 +224,10 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	runner, err := interp.New(
-		interp.Env(env),
-		interp.StdIO(stdin, outW, errW),
-		interp.OpenHandler(r.openHandler),
-		interp.StatHandler(r.statHandler),
-		interp.ReadDirHandler2(r.readDirHandler),
-		interp.AccessHandler(r.accessHandler),
-		interp.CallHandler(r.callHandler),
-		interp.ExecHandlers(r.execMiddleware),
-	)
+	runner, err := r.newRunner(env, stdin, outW, errW)
 	if err != nil {
 		return res, err
 	}
-	r.runner = runner
 	runner.Dir = cwd
 	runner.Reset()
 	env.resetting = false
@@ -265,6 +257,26 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		}
 	}
 	return res, nil
+}
+
+// newRunner makes an interpreter bound to the namespace, for the script
+// of an Exec or a script it starts.
+func (r *run) newRunner(env expand.Environ, stdin io.Reader, stdout, stderr io.Writer, opts ...interp.RunnerOption) (*interp.Runner, error) {
+	runner, err := interp.New(append([]interp.RunnerOption{
+		interp.Env(env),
+		interp.StdIO(stdin, stdout, stderr),
+		interp.OpenHandler(r.openHandler),
+		interp.StatHandler(r.statHandler),
+		interp.ReadDirHandler2(r.readDirHandler),
+		interp.AccessHandler(r.accessHandler),
+		interp.CallHandler(r.callHandler),
+		interp.ExecHandlers(r.execMiddleware),
+	}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	r.runner = runner
+	return runner, nil
 }
 
 // environ is the clean environment of a script.
@@ -312,7 +324,7 @@ func (e *startEnv) Get(name string) expand.Variable {
 
 func (e *startEnv) Each(fn func(string, expand.Variable) bool) {
 	e.Environ.Each(func(name string, vr expand.Variable) bool {
-		if name == pidVar || name == ppidVar {
+		if name == pidVar || name == ppidVar || name == "BASH_SOURCE" {
 			vr.Exported = false
 		}
 		return fn(name, vr)

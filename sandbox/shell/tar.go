@@ -50,6 +50,9 @@ func tarCheck(args []string) string {
 		case len(a) > 1 && a[0] == '-':
 			for j := 1; j < len(a); j++ {
 				l := a[j]
+				if strings.IndexByte("JZPXruAd", l) >= 0 {
+					return fmt.Sprintf("tar -%c is not built in", l)
+				}
 				if strings.IndexByte(tarShortValue, l) >= 0 {
 					val := a[j+1:]
 					if val == "" && i+1 < len(args) {
@@ -66,8 +69,6 @@ func tarCheck(args []string) string {
 					break
 				}
 				switch l {
-				case 'J', 'Z', 'P', 'X', 'r', 'u', 'A', 'd':
-					return fmt.Sprintf("tar -%c is not built in", l)
 				case 'j':
 					bz = true
 				case 'c':
