@@ -100,6 +100,8 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			fmt.Fprintln(c.stderr, c.args[2])
 			code = 1
 			fmt.Sscan(c.args[1], &code)
+		case mkpipeCmd:
+			code = r.mkpipe(c)
 		case unsupportedCmd:
 			fmt.Fprintf(c.stderr, "bash: %s is not supported by the shell fast path\n", c.args[1])
 			code = 2
@@ -194,9 +196,19 @@ func (c *cmd) canceled() bool { return c.ctx.Err() != nil }
 
 func (c *cmd) abs(p string) string { return absPath(c.dir, p) }
 
-func (c *cmd) stat(p string) (*fileInfo, error) { return c.r.sh.ns.stat(c.abs(p)) }
+func (c *cmd) stat(p string) (*fileInfo, error) {
+	if fi, ok := c.r.pipeInfo(c.abs(p)); ok {
+		return fi, nil
+	}
+	return c.r.sh.ns.stat(c.abs(p))
+}
 
-func (c *cmd) lstat(p string) (*fileInfo, error) { return c.r.sh.ns.lstat(c.abs(p)) }
+func (c *cmd) lstat(p string) (*fileInfo, error) {
+	if fi, ok := c.r.pipeInfo(c.abs(p)); ok {
+		return fi, nil
+	}
+	return c.r.sh.ns.lstat(c.abs(p))
+}
 
 func (c *cmd) readDir(p string) ([]dirEntry, error) { return c.r.sh.ns.readDir(c.abs(p)) }
 
@@ -205,6 +217,9 @@ func (c *cmd) open(p string) (vfile, error) { return c.openFlags(p, O_RDONLY, 0)
 func (c *cmd) openFlags(p string, flag int, perm uint32) (vfile, error) {
 	if p == "-" && flag == O_RDONLY {
 		return stdStream{r: c.stdin}, nil
+	}
+	if f, ok := c.r.openPipe(c.abs(p), flag); ok {
+		return f, nil
 	}
 	return c.r.sh.ns.open(c.abs(p), flag, perm, c.stdin, c.out, c.stderr)
 }

@@ -69,7 +69,20 @@ func TestEscapes(t *testing.T) {
 		"eval 'cat /etc/passwd'", "cat $(echo /etc/passwd)", "cat < /etc/passwd", "while read l; do echo $l; done < /etc/passwd",
 		"cat /dev/stdin /dev/fd/0 /dev/tty", "ls /dev",
 		"echo $$ $PPID $BASHPID",
+		"cat <(cat /etc/passwd)", "diff <(cat /proc/self/environ) /dev/null", "cat /dev/fd/63",
+		"echo x > >(cat > " + marker + ")", "cat <(ls /tmp; ls " + os.TempDir() + ")",
 	}
+	hostFifos := func() int {
+		ents, _ := os.ReadDir(os.TempDir())
+		n := 0
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "sh-interp-") && e.Name() != "sh-interp-computerfs-test" {
+				n++
+			}
+		}
+		return n
+	}
+	fifosBefore := hostFifos()
 	pid, ppid := strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())
 	for _, script := range scripts {
 		out, errs, _ := sh(t, s, script)
@@ -88,6 +101,9 @@ func TestEscapes(t *testing.T) {
 		if _, err := os.Stat(marker); err == nil {
 			t.Fatalf("%q ran a host program or wrote a host file", script)
 		}
+	}
+	if hostFifos() != fifosBefore {
+		t.Error("process substitution made a named pipe on the host")
 	}
 	// what the root of the namespace holds
 	if out, _, _ := sh(t, s, "ls /"); out != "dev\ntmp\nworkspace\n" {

@@ -255,6 +255,9 @@ func (n *namespace) chtimes(abs string, a, m time.Time) error {
 func (r *run) openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
 	hc := interp.HandlerCtx(ctx)
 	abs := absPath(hc.Dir, p)
+	if f, ok := r.openPipe(abs, flag); ok {
+		return f, nil
+	}
 	f, err := r.sh.ns.open(abs, flag, uint32(perm.Perm()), hc.Stdin, hc.Stdout, hc.Stderr)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p, Err: errno(err)}
@@ -265,6 +268,9 @@ func (r *run) openHandler(ctx context.Context, p string, flag int, perm os.FileM
 func (r *run) statHandler(ctx context.Context, p string, follow bool) (fs.FileInfo, error) {
 	hc := interp.HandlerCtx(ctx)
 	abs := absPath(hc.Dir, p)
+	if fi, ok := r.pipeInfo(abs); ok {
+		return fi, nil
+	}
 	var fi *fileInfo
 	var err error
 	if follow {
@@ -339,6 +345,7 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 			return []string{unsupportedCmd, what}, nil
 		}
 		rewriteSpecial(f)
+		rewriteProcSubst(f)
 		var buf bytes.Buffer
 		syntax.NewPrinter().Print(&buf, f)
 		return []string{"eval", buf.String()}, nil

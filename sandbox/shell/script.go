@@ -244,6 +244,7 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 		return 2
 	}
 	rewriteSpecial(f)
+	rewriteProcSubst(f)
 	pid := r.sh.pid.Add(1)
 	vars := exported(c.env)
 	vars = append(vars, pidVar+"="+strconv.FormatInt(pid, 10), ppidVar+"="+c.env.Get(pidVar).String())
@@ -251,7 +252,7 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 		vars = append(vars, "BASH_SOURCE="+name)
 	}
 	env := &startEnv{Environ: expand.ListEnviron(vars...), resetting: true}
-	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1}
+	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1, pipes: r.pipes}
 	stdout := c.stdout
 	if stdout == nil {
 		stdout = c.out

@@ -154,7 +154,8 @@ type run struct {
 	commands *atomic.Int64 // shared with the scripts the run starts
 	maxCmds  int64
 	out      *limitWriter
-	depth    int // of nested scripts (sh x.sh, ./x.sh)
+	depth    int        // of nested scripts (sh x.sh, ./x.sh)
+	pipes    *pipeTable // of process substitutions, shared with nested scripts
 }
 
 // Exec runs the script command. The error is for a failure of the shell
@@ -189,6 +190,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		return res, nil
 	}
 	rewriteSpecial(file)
+	rewriteProcSubst(file)
 	file.Name = "bash" // $0, as bash -c gives it
 
 	cwd := wsRoot
@@ -214,7 +216,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	}
 	lw.onFull = func() { cancel(errOutputLimit) }
 
-	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64)}
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}}
 	if r.maxCmds == 0 {
 		r.maxCmds = DefaultMaxCommands
 	}
@@ -233,6 +235,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	env.resetting = false
 
 	err = runner.Run(ctx, file)
+	r.pipes.finish(5 * time.Second)
 	lw.close()
 	res.Duration = time.Since(start)
 	res.Truncated = lw.truncated()
@@ -339,9 +342,11 @@ func parse(command string) (*syntax.File, error) {
 func unsupported(f *syntax.File) string {
 	what := ""
 	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n.(type) {
+		switch x := n.(type) {
 		case *syntax.ProcSubst:
-			what = "process substitution"
+			if x.Op == syntax.CmdInTemp {
+				what = "=(...) substitution"
+			}
 		case *syntax.CoprocClause:
 			what = "coproc"
 		}
