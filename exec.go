@@ -53,11 +53,14 @@ var execSeq atomic.Uint64
 // errNoSandbox: the daemon cannot run the sandbox backend yet.
 var errNoSandbox = errors.New("the sandbox backend is not wired into the daemon yet: run native programs with sandboxctl run -w MOUNTPOINT")
 
-// route picks the backend for a request.
-func route(req *ExecRequest) (backend, why string, err error) {
+// route picks the backend for a request. auto reads the script files the
+// command runs (shell.Shell.CanRunIn) as they are in the workspace now.
+func (w *Workspace) route(req *ExecRequest) (backend, why string, err error) {
 	switch req.Backend {
 	case "", "auto":
-		if ok, reason := shell.CanRun(req.Command); !ok {
+		fs := w.FS.As(kv.Actor{Entry: "shell"})
+		fs.SetRootPrefix("/workspace")
+		if ok, reason := shell.New(fs, shell.Options{}).CanRunIn(req.Cwd, req.Command); !ok {
 			return "", "", fmt.Errorf("auto: %s, which needs the sandbox; %w", reason, errNoSandbox)
 		}
 		return "shell", "every command in the script is built into the fast path", nil
@@ -73,7 +76,7 @@ func route(req *ExecRequest) (backend, why string, err error) {
 // stderr as it comes. Changes are journaled as the entry point "shell" and
 // the result's request id.
 func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error) {
-	backend, why, err := route(&req)
+	backend, why, err := w.route(&req)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -126,7 +129,7 @@ func (w *Workspace) serveExec(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "exec request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if _, _, err := route(&req); err != nil {
+	if _, _, err := w.route(&req); err != nil {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
 		return
 	}
