@@ -102,6 +102,8 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			fmt.Sscan(c.args[1], &code)
 		case mkpipeCmd:
 			code = r.mkpipe(c)
+		case printfCmd:
+			code = cmdPrintf(c)
 		case unsupportedCmd:
 			fmt.Fprintf(c.stderr, "bash: %s is not supported by the shell fast path\n", c.args[1])
 			code = 2

@@ -335,6 +335,11 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		}
 	case "hash":
 		return []string{"true"}, nil
+	case "printf":
+		if len(args) > 1 && args[1] == "-v" {
+			return args, nil
+		}
+		return append([]string{printfCmd}, args[1:]...), nil
 	case "eval":
 		src := strings.Join(args[1:], " ")
 		f, err := parse(src)
