@@ -882,10 +882,13 @@ func (t *tarCmd) read() int {
 			break
 		}
 		if err != nil {
-			if n == 0 {
+			switch {
+			case n == 0:
 				t.warn("This does not look like a tar archive")
-			} else {
-				t.warn("%s", tarReadError(err))
+			case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+				return t.fatal("Unexpected EOF in archive")
+			default:
+				t.warn("Skipping to next header")
 			}
 			break
 		}
@@ -934,16 +937,6 @@ func (t *tarCmd) read() int {
 }
 
 var errTarFatal = errors.New("tar: fatal")
-
-func tarReadError(err error) string {
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return "Unexpected EOF in archive"
-	}
-	if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) {
-		return "Child returned status 1"
-	}
-	return "Skipping to next header"
-}
 
 // selected reports whether a member is one of the names asked for (all
 // when none are): the name itself or a directory above it.
@@ -1052,8 +1045,8 @@ func (t *tarCmd) extract(tr *tar.Reader, h *tar.Header, dest string, links *[]de
 		_, err = io.Copy(f, tr)
 		f.Close()
 		if err != nil {
-			if _, ok := err.(interface{ Timeout() bool }); ok || errors.Is(err, io.ErrUnexpectedEOF) {
-				t.warn("Unexpected EOF in archive")
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, io.EOF) {
+				t.fatal("Unexpected EOF in archive")
 				return errTarFatal
 			}
 			t.warn("%s: Cannot write: %s", shown, errText(err))

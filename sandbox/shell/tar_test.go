@@ -366,3 +366,33 @@ func TestTarBzip2Read(t *testing.T) {
 		t.Errorf("tar -tj of plain data: %d %q", code, stderr)
 	}
 }
+
+// TestTarTruncated: a cut archive stops tar with GNU tar's status, after
+// the members before the cut are out.
+func TestTarTruncated(t *testing.T) {
+	data := makeTar(t, []tarMember{{name: "a.txt", data: "first"}, {name: "b.txt", data: strings.Repeat("x", 5000)}})
+	cut := data[:512+512+512+1000] // a.txt whole, b.txt cut inside its data
+	s, fs := newShell(t)
+	fs.WriteFile("cut.tar", cut, 0o644)
+	fs.MkdirAll("out", 0o755)
+	_, stderr, code := sh(t, s, "tar -xf cut.tar -C out")
+	dir := t.TempDir()
+	os.WriteFile(dir+"/cut.tar", cut, 0o644)
+	os.Mkdir(dir+"/out", 0o755)
+	g := exec.Command("tar", "-xf", "cut.tar", "-C", "out")
+	g.Dir = dir
+	gerr, _ := g.CombinedOutput()
+	if code != g.ProcessState.ExitCode() || !strings.Contains(stderr, "Unexpected EOF in archive") {
+		t.Errorf("status %d %q, GNU tar %d %q", code, stderr, g.ProcessState.ExitCode(), gerr)
+	}
+	if b, err := fs.ReadFile("out/a.txt"); err != nil || string(b) != "first" {
+		t.Errorf("member before the cut: %q %v", b, err)
+	}
+	// a cut gzip stream, and data that is no archive at all
+	if _, stderr, code := sh(t, s, "tar -czf x.tgz out && head -c 30 x.tgz > y.tgz && tar -tzf y.tgz"); code != 2 {
+		t.Errorf("cut gzip: %d %q", code, stderr)
+	}
+	if _, stderr, code := sh(t, s, "echo hello > h.tar && tar -tf h.tar"); code != 2 || !strings.Contains(stderr, "This does not look like a tar archive") {
+		t.Errorf("not an archive: %d %q", code, stderr)
+	}
+}
