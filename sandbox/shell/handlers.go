@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -322,9 +324,14 @@ func (r *run) accessHandler(ctx context.Context, p string, mode interp.AccessMod
 // callHandler counts commands and steers the builtins that would look at
 // the host (type, command -v, source) to the namespace.
 func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) {
-	if n := r.commands.Add(1); r.maxCmds > 0 && n > r.maxCmds {
+	n := r.commands.Add(1)
+	if r.maxCmds > 0 && n > r.maxCmds {
 		r.cancel(errCommandLimit)
 		return nil, errCommandLimit
+	}
+	if n%256 == 0 && tooDeep() {
+		r.cancel(errNesting)
+		return nil, errNesting
 	}
 	switch args[0] {
 	case "type":
@@ -371,6 +378,23 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		return r.callHandler(ctx, []string{"eval", string(data)})
 	}
 	return args, nil
+}
+
+// maxStackFrames bounds the Go stack of the goroutine running a script:
+// each level of a recursive shell function takes a few dozen frames, and
+// a runaway recursion would otherwise grow the stack until the Go runtime
+// ends the whole daemon.
+const maxStackFrames = 50_000
+
+var framePool = sync.Pool{New: func() any { return make([]uintptr, maxStackFrames) }}
+
+// tooDeep reports whether the calling goroutine's stack is past
+// maxStackFrames (checked now and then: it costs one walk of the stack).
+func tooDeep() bool {
+	pcs := framePool.Get().([]uintptr)
+	n := runtime.Callers(0, pcs)
+	framePool.Put(pcs)
+	return n >= len(pcs)
 }
 
 // Internal commands the call handler rewrites to.

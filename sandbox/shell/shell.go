@@ -104,7 +104,8 @@ type Result struct {
 	// Truncated reports that output went past MaxOutput and was cut.
 	Truncated bool
 	// Stopped says why the script was stopped early: "timeout", "output
-	// limit", "command limit", "canceled", or "" if it ran to its end.
+	// limit", "command limit", "nesting limit" (a runaway recursion),
+	// "canceled", or "" if it ran to its end.
 	Stopped string
 }
 
@@ -144,6 +145,7 @@ const (
 var (
 	errOutputLimit  = errors.New("output limit reached")
 	errCommandLimit = errors.New("command limit reached")
+	errNesting      = errors.New("maximum function nesting level exceeded")
 )
 
 // run is the state of one Exec.
@@ -245,6 +247,9 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		res.ExitCode, res.Stopped = ExitLimit, "output limit"
 	case errors.Is(cause, errCommandLimit) || errors.Is(err, errCommandLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "command limit"
+	case errors.Is(cause, errNesting) || errors.Is(err, errNesting):
+		fmt.Fprintf(stderr, "bash: %v\n", errNesting) // errW is closed by now
+		res.ExitCode, res.Stopped = ExitLimit, "nesting limit"
 	case errors.Is(cause, context.DeadlineExceeded):
 		res.ExitCode, res.Stopped = ExitTimeout, "timeout"
 	case errors.Is(cause, context.Canceled):
