@@ -36,7 +36,7 @@ func canRunFile(f *syntax.File, rt *router) (bool, string) {
 	}
 	funcs := map[string]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if fd, ok := n.(*syntax.FuncDecl); ok {
+		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
 			funcs[fd.Name.Value] = true
 		}
 		return true
@@ -71,7 +71,7 @@ func literal(w *syntax.Word) (string, bool) {
 	for _, p := range w.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
-			b.WriteString(strings.ReplaceAll(x.Value, `\`, ""))
+			b.WriteString(unescapeLit(x.Value))
 		case *syntax.SglQuoted:
 			b.WriteString(x.Value)
 		case *syntax.DblQuoted:
@@ -87,6 +87,22 @@ func literal(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// unescapeLit removes the backslashes of an unquoted word as the shell
+// does: each quotes the character after it; a last one stays.
+func unescapeLit(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
 }
 
 func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router) string {

@@ -48,6 +48,15 @@ func TestCanRun(t *testing.T) {
 		{"tar -rf a.tar x", false},
 		{"tar -P -xf a.tar", false},
 		{"gzip -r dir", false},
+		{"bash -c 'ls | wc -l'", true},
+		{"sh -c 'for f in *.go; do wc -l $f; done' _", true},
+		{"sh -c 'python3 x.py'", false},
+		{"bash -c \"$CMD\"", false},
+		{"bash x.sh", false},
+		{"echo ls | bash", false},
+		{"find . -name '*.sh' -exec sh -c 'wc -l \"$1\"' _ {} \\;", true},
+		{"find . -exec bash -c 'make' \\;", false},
+		{"printf '%5.2f\\n' 3.14159", true},
 		{"gzip -9c f > f.gz; gunzip -k f.gz; zcat f.gz | head", true},
 	}
 	for _, c := range cases {
@@ -102,6 +111,11 @@ func FuzzCanRun(f *testing.F) {
 	f.Add("tar cjf x.tar.bz2 -- -J")
 	f.Add("tar -f")
 	f.Add("gzip -S .z -r")
+	f.Add("bash -c 'sh -c \"ls\"' x y")
+	f.Add("sh -euo pipefail -c 'cat a' -- b")
+	f.Add("./x.sh; . lib.sh; bash -s")
+	f.Add("diff <(sort a) >(wc -l) =(ls)")
+	f.Add("printf -v x %s y")
 	f.Fuzz(func(t *testing.T, script string) {
 		ok, why := CanRun(script)
 		if ok && why != "" || !ok && why == "" {

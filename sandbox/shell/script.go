@@ -478,7 +478,7 @@ func (rt *router) scriptFile(p string, exec bool, funcs map[string]bool) string 
 	}
 	if funcs != nil {
 		syntax.Walk(file, func(n syntax.Node) bool {
-			if fd, ok := n.(*syntax.FuncDecl); ok {
+			if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
 				funcs[fd.Name.Value] = true
 			}
 			return true

@@ -24,9 +24,7 @@ func init() {
 // tarCheck says which tar forms the fast path cannot run: other
 // compressions than gzip (bzip2 only to read), appending, updating.
 func tarCheck(args []string) string {
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		args = append([]string{"-" + args[0]}, args[1:]...)
-	}
+	args = tarOldStyle(args)
 	create, bz := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -81,6 +79,24 @@ func tarCheck(args []string) string {
 		return "tar -cj is not built in"
 	}
 	return ""
+}
+
+// tarOldStyle expands the old style, "tar czf out.tgz dir": a first word
+// without a dash is a bundle of letters whose values follow in order.
+func tarOldStyle(args []string) []string {
+	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
+		return args
+	}
+	var na []string
+	rest := args[1:]
+	for _, l := range args[0] {
+		na = append(na, "-"+string(l))
+		if strings.ContainsRune(tarShortValue, l) && len(rest) > 0 {
+			na = append(na, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return append(na, rest...)
 }
 
 // tarOperand is a file to archive and the directory (-C) it is taken in.
@@ -144,21 +160,7 @@ func (t *tarCmd) status() int {
 
 func cmdTar(c *cmd) int {
 	t := &tarCmd{c: c, removed: map[string]bool{}, dir: ""}
-	args := c.args[1:]
-	// old style: "tar czf out.tgz dir", the first word is a bundle of
-	// letters whose values follow in order
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		var na []string
-		rest := args[1:]
-		for _, l := range args[0] {
-			na = append(na, "-"+string(l))
-			if strings.ContainsRune(tarShortValue, l) && len(rest) > 0 {
-				na = append(na, rest[0])
-				rest = rest[1:]
-			}
-		}
-		args = append(na, rest...)
-	}
+	args := tarOldStyle(c.args[1:])
 	setMode := func(m byte) bool {
 		if t.mode != 0 && t.mode != m {
 			return false
