@@ -49,6 +49,9 @@ func simpleBuiltin(c *cmd) int {
 	if c.name == "echo" {
 		return cmdEcho(c)
 	}
+	if c.name == "printf" {
+		return cmdPrintf(c)
+	}
 	c.out.Flush()
 	if err := c.hc.Builtin(c.ctx, c.args); err != nil {
 		return 1

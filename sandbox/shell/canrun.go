@@ -26,16 +26,17 @@ func CanRun(command string) (ok bool, reason string) {
 	if err != nil {
 		return false, fmt.Sprintf("syntax error: %v", err)
 	}
-	return canRunFile(f, 0)
+	return canRunFile(f, newRouter(nil, wsRoot))
 }
 
-func canRunFile(f *syntax.File, depth int) (bool, string) {
+func canRunFile(f *syntax.File, rt *router) (bool, string) {
+	rt = rt.enter(f)
 	if what := unsupported(f); what != "" {
 		return false, what + " is not supported"
 	}
 	funcs := map[string]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if fd, ok := n.(*syntax.FuncDecl); ok {
+		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
 			funcs[fd.Name.Value] = true
 		}
 		return true
@@ -54,7 +55,7 @@ func canRunFile(f *syntax.File, depth int) (bool, string) {
 		for i, w := range call.Args {
 			words[i], lits[i] = literal(w)
 		}
-		reason = checkCommand(words, lits, funcs, depth)
+		reason = checkCommand(words, lits, funcs, rt)
 		return reason == ""
 	})
 	if reason != "" {
@@ -70,7 +71,7 @@ func literal(w *syntax.Word) (string, bool) {
 	for _, p := range w.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
-			b.WriteString(strings.ReplaceAll(x.Value, `\`, ""))
+			b.WriteString(unescapeLit(x.Value))
 		case *syntax.SglQuoted:
 			b.WriteString(x.Value)
 		case *syntax.DblQuoted:
@@ -88,7 +89,23 @@ func literal(w *syntax.Word) (string, bool) {
 	return b.String(), true
 }
 
-func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int) string {
+// unescapeLit removes the backslashes of an unquoted word as the shell
+// does: each quotes the character after it; a last one stays.
+func unescapeLit(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router) string {
 	if len(words) == 0 {
 		return ""
 	}
@@ -102,7 +119,14 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int)
 	case unimplemented[name]:
 		return fmt.Sprintf("%s is not built in", name)
 	case name == "source" || name == ".":
-		return "source runs a script file"
+		if len(words) < 2 || !lits[1] {
+			return "source of a file computed at run time"
+		}
+		return rt.scriptFile(words[1], false, funcs)
+	case name == "sh" || name == "bash" || name == "dash":
+		return rt.shell(words, lits, funcs)
+	case strings.Contains(name, "/") && !IsBuiltin(name):
+		return rt.scriptFile(words[0], true, nil)
 	case name == "eval":
 		src := strings.Join(words[1:], " ")
 		for _, l := range lits[1:] {
@@ -110,14 +134,14 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int)
 				return "eval of a string computed at run time"
 			}
 		}
-		if depth > 8 {
+		if rt.depth >= maxRouteDepth {
 			return "eval nested too deep"
 		}
 		f, err := parse(src)
 		if err != nil {
 			return fmt.Sprintf("eval: syntax error: %v", err)
 		}
-		if ok, why := canRunFile(f, depth+1); !ok {
+		if ok, why := canRunFile(f, rt.nest()); !ok {
 			return why
 		}
 		return ""
@@ -129,7 +153,7 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int)
 			}
 			i++
 		}
-		return checkCommand(words[i:], lits[i:], funcs, depth)
+		return checkCommand(words[i:], lits[i:], funcs, rt)
 	case name == "env":
 		i := 1
 		for i < len(words) && (strings.HasPrefix(words[i], "-") || strings.Contains(words[i], "=")) {
@@ -138,12 +162,16 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int)
 			}
 			i++
 		}
-		return checkCommand(words[i:], lits[i:], funcs, depth)
+		return checkCommand(words[i:], lits[i:], funcs, rt)
 	case name == "xargs":
 		i := 1
-		for i < len(words) && strings.HasPrefix(words[i], "-") {
+		for i < len(words) && strings.HasPrefix(words[i], "-") && words[i] != "-" {
 			w := words[i]
-			if len(w) == 2 && strings.Contains("IdnLPsE", w[1:]) {
+			if w == "--" {
+				i++
+				break
+			}
+			if len(w) == 2 && strings.Contains("IdnLPsEa", w[1:]) || w == "--max-args" || w == "--delimiter" {
 				i++
 			}
 			i++
@@ -151,18 +179,27 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, depth int)
 		if i >= len(words) {
 			return ""
 		}
-		return checkCommand(words[i:], lits[i:], funcs, depth)
+		return checkCommand(words[i:], lits[i:], funcs, rt)
 	case name == "find":
 		for i := 1; i < len(words); i++ {
 			if words[i] == "-exec" || words[i] == "-execdir" || words[i] == "-ok" {
+				end := i + 1
+				for end < len(words) && words[end] != ";" && words[end] != "+" {
+					end++
+				}
 				if i+1 < len(words) {
-					if why := checkCommand(words[i+1:i+2], lits[i+1:i+2], funcs, depth); why != "" {
+					if why := checkCommand(words[i+1:end], lits[i+1:end], funcs, rt); why != "" {
 						return why
 					}
 				}
 			}
 		}
 		return ""
+	}
+	if check := argChecks[name]; check != nil {
+		if why := check(words[1:]); why != "" {
+			return why
+		}
 	}
 	if IsBuiltin(name) {
 		return ""

@@ -25,7 +25,8 @@ type cmd struct {
 	dir    string
 	env    expand.Environ
 	stdin  io.Reader
-	out    *bufio.Writer
+	out    *bufio.Writer // buffered stdout of a built-in
+	stdout io.Writer     // what out writes to
 	stderr io.Writer
 }
 
@@ -34,6 +35,11 @@ type cmdFunc func(c *cmd) int
 // builtins are the commands of the fast path, besides the interpreter's
 // own (echo, printf, test, cd, pwd, true, false, read...).
 var builtins map[string]cmdFunc
+
+// argChecks look at the arguments of a built-in command (a word computed
+// at run time is "") and say why the fast path cannot run that form of
+// it, or "". CanRun asks them.
+var argChecks = map[string]func(args []string) string{}
 
 func register(fn cmdFunc, names ...string) {
 	if builtins == nil {
@@ -81,7 +87,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 		}
 		name := commandName(args[0])
 		c := &cmd{ctx: ctx, r: r, hc: hc, name: name, args: append([]string{name}, args[1:]...),
-			dir: hc.Dir, env: hc.Env, stdin: hc.Stdin, stderr: hc.Stderr}
+			dir: hc.Dir, env: hc.Env, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr}
 		if c.stdin == nil {
 			c.stdin = strings.NewReader("")
 		}
@@ -95,12 +101,20 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			fmt.Fprintln(c.stderr, c.args[2])
 			code = 1
 			fmt.Sscan(c.args[1], &code)
+		case mkpipeCmd:
+			code = r.mkpipe(c)
+		case printfCmd:
+			code = cmdPrintf(c)
 		case unsupportedCmd:
 			fmt.Fprintf(c.stderr, "bash: %s is not supported by the shell fast path\n", c.args[1])
 			code = 2
 		default:
 			fn, ok := builtins[name]
 			if !ok {
+				if strings.Contains(args[0], "/") {
+					code = c.execPath(args)
+					break
+				}
 				code = c.notFound(args[0])
 				break
 			}
@@ -144,7 +158,7 @@ func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 	name := commandName(args[0])
 	if fn, ok := builtins[name]; ok {
 		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: append([]string{name}, args[1:]...),
-			dir: c.dir, env: c.env, stdin: stdin, stderr: c.stderr}
+			dir: c.dir, env: c.env, stdin: stdin, stdout: stdout, stderr: c.stderr}
 		sub.out = bufio.NewWriterSize(stdout, 32<<10)
 		code := fn(sub)
 		sub.out.Flush()
@@ -160,6 +174,11 @@ func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 		code := simpleBuiltin(sub)
 		sub.out.Flush()
 		return code
+	}
+	if strings.Contains(args[0], "/") {
+		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: args, dir: c.dir, env: c.env,
+			stdin: stdin, stdout: stdout, stderr: c.stderr, out: bufio.NewWriter(stdout)}
+		return sub.execPath(args)
 	}
 	return c.notFound(args[0])
 }
@@ -180,9 +199,19 @@ func (c *cmd) canceled() bool { return c.ctx.Err() != nil }
 
 func (c *cmd) abs(p string) string { return absPath(c.dir, p) }
 
-func (c *cmd) stat(p string) (*fileInfo, error) { return c.r.sh.ns.stat(c.abs(p)) }
+func (c *cmd) stat(p string) (*fileInfo, error) {
+	if fi, ok := c.r.pipeInfo(c.abs(p)); ok {
+		return fi, nil
+	}
+	return c.r.sh.ns.stat(c.abs(p))
+}
 
-func (c *cmd) lstat(p string) (*fileInfo, error) { return c.r.sh.ns.lstat(c.abs(p)) }
+func (c *cmd) lstat(p string) (*fileInfo, error) {
+	if fi, ok := c.r.pipeInfo(c.abs(p)); ok {
+		return fi, nil
+	}
+	return c.r.sh.ns.lstat(c.abs(p))
+}
 
 func (c *cmd) readDir(p string) ([]dirEntry, error) { return c.r.sh.ns.readDir(c.abs(p)) }
 
@@ -191,6 +220,9 @@ func (c *cmd) open(p string) (vfile, error) { return c.openFlags(p, O_RDONLY, 0)
 func (c *cmd) openFlags(p string, flag int, perm uint32) (vfile, error) {
 	if p == "-" && flag == O_RDONLY {
 		return stdStream{r: c.stdin}, nil
+	}
+	if f, ok := c.r.openPipe(c.abs(p), flag); ok {
+		return f, nil
 	}
 	f, err := c.r.sh.ns.open(c.abs(p), flag, perm, c.stdin, c.out, c.stderr)
 	if err != nil {

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/wsfs"
 )
 
 // corpusAllowed lists the corpus commands whose output differs from bash
@@ -94,8 +99,21 @@ func bashRun(t testing.TB, command string) (string, int) {
 }
 
 // fastRun runs a command on the fast path on a fresh store with the fixture.
+// Each run has its own store, closed and removed at once: a Pebble store
+// takes tens of megabytes on disk, and the corpus has hundreds of entries.
 func fastRun(t testing.TB, command string) (string, string, int) {
-	s, fs := newShell(t)
+	dir, err := os.MkdirTemp("", "shellcorpus-store-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := kv.Open(dir, kv.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs := wsfs.New(st, wsfs.Owner{})
+	s := New(fs, Options{})
 	writeFixtureStore(t, fs)
 	var out, errb bytes.Buffer
 	res, err := s.Exec(context.Background(), command, ExecOptions{Stdout: &out, Stderr: &errb, Timeout: 10 * time.Second})

@@ -82,6 +82,121 @@ func backtrack(trace [][]int, a, b []string, d, max int) []editOp {
 	return ops
 }
 
+// gnuShift places the changes of an edit script where GNU diff puts
+// them: among the equally short scripts it picks the one whose runs of
+// changes are merged where they can be and moved as far down as they go,
+// then back up to line up with a run of changes in the other file.
+func gnuShift(a, b []string, ops []editOp) []editOp {
+	// changed marks, with an unchanged sentinel line before and after
+	ca := make([]bool, len(a)+2)
+	cb := make([]bool, len(b)+2)
+	for _, o := range ops {
+		switch o.kind {
+		case '-':
+			ca[o.a+1] = true
+		case '+':
+			cb[o.b+1] = true
+		}
+	}
+	shiftRuns(a, ca, cb)
+	shiftRuns(b, cb, ca)
+	var out []editOp
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && ca[i+1]:
+			out = append(out, editOp{'-', i, j})
+			i++
+		case j < len(b) && cb[j+1]:
+			out = append(out, editOp{'+', i, j})
+			j++
+		default:
+			out = append(out, editOp{' ', i, j})
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// shiftRuns slides the runs of changed lines of one file (lines, marks
+// ch, 1-based with sentinels) while the other file's marks (other) say
+// where its runs are.
+func shiftRuns(lines []string, ch, other []bool) {
+	n := len(lines)
+	line := func(i int) string { return lines[i-1] }
+	i, j := 1, 1
+	for {
+		for i <= n && !ch[i] {
+			for other[j] {
+				j++
+			}
+			j++
+			i++
+		}
+		if i > n {
+			return
+		}
+		start := i
+		for ch[i] {
+			i++
+		}
+		for other[j] {
+			j++
+		}
+		corresponding := n + 1
+		for {
+			run := i - start
+			// back, while the line before the run equals its last line
+			for start > 1 && line(start-1) == line(i-1) {
+				start--
+				ch[start] = true
+				i--
+				ch[i] = false
+				for ch[start-1] {
+					start--
+				}
+				j--
+				for other[j] {
+					j--
+				}
+			}
+			corresponding = n + 1
+			if other[j-1] {
+				corresponding = i
+			}
+			// forward, while the run's first line equals the line after it
+			for i <= n && line(start) == line(i) {
+				ch[start] = false
+				start++
+				ch[i] = true
+				i++
+				for ch[i] {
+					i++
+				}
+				j++
+				for other[j] {
+					corresponding = i
+					j++
+				}
+			}
+			if run == i-start {
+				break
+			}
+		}
+		for corresponding < i {
+			start--
+			ch[start] = true
+			i--
+			ch[i] = false
+			j--
+			for other[j] {
+				j--
+			}
+		}
+	}
+}
+
 func cmdDiff(c *cmd) int {
 	opts, args, ok := c.flags("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
 		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr")
@@ -205,7 +320,7 @@ func (d *differ) diff(a, b string) int {
 	if len(lb) > 0 && !strings.HasSuffix(lb[len(lb)-1], "\n") {
 		nb[len(nb)-1] += "\x00"
 	}
-	ops := lineDiff(na, nb)
+	ops := gnuShift(na, nb, lineDiff(na, nb))
 	changed := false
 	for _, o := range ops {
 		if o.kind != ' ' {

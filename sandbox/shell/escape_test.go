@@ -65,11 +65,24 @@ func TestEscapes(t *testing.T) {
 		"/usr/bin/touch " + marker, "touch " + marker, "echo x > " + marker,
 		"cat /tmp/sh-interp-computerfs-test", "cat " + fifoLike, "echo x > /dev/null/computerfs/sh-interp-1",
 		"env", "set", "declare -p", "export", "echo $COMPUTERFS_TEST_SECRET", "printenv COMPUTERFS_TEST_SECRET",
-		"type -p sh; command -v python3; which bash",
+		"type -p python3 gcc; command -v python3; which perl",
 		"eval 'cat /etc/passwd'", "cat $(echo /etc/passwd)", "cat < /etc/passwd", "while read l; do echo $l; done < /etc/passwd",
 		"cat /dev/stdin /dev/fd/0 /dev/tty", "ls /dev",
 		"echo $$ $PPID $BASHPID",
+		"cat <(cat /etc/passwd)", "diff <(cat /proc/self/environ) /dev/null", "cat /dev/fd/63",
+		"echo x > >(cat > " + marker + ")", "cat <(ls /tmp; ls " + os.TempDir() + ")",
 	}
+	hostFifos := func() int {
+		ents, _ := os.ReadDir(os.TempDir())
+		n := 0
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "sh-interp-") && e.Name() != "sh-interp-computerfs-test" {
+				n++
+			}
+		}
+		return n
+	}
+	fifosBefore := hostFifos()
 	pid, ppid := strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())
 	for _, script := range scripts {
 		out, errs, _ := sh(t, s, script)
@@ -89,6 +102,9 @@ func TestEscapes(t *testing.T) {
 			t.Fatalf("%q ran a host program or wrote a host file", script)
 		}
 	}
+	if hostFifos() != fifosBefore {
+		t.Error("process substitution made a named pipe on the host")
+	}
 	// what the root of the namespace holds
 	if out, _, _ := sh(t, s, "ls /"); out != "dev\ntmp\nworkspace\n" {
 		t.Errorf("ls /: %q", out)
@@ -96,8 +112,13 @@ func TestEscapes(t *testing.T) {
 	if out, _, _ := sh(t, s, "cd ../..; pwd"); out != "/\n" {
 		t.Errorf("cd ../..: %q", out)
 	}
-	if out, _, code := sh(t, s, "exec /bin/sh"); code != 127 || out != "" {
-		t.Errorf("exec /bin/sh: %d %q", code, out)
+	if out, _, code := sh(t, s, "exec /usr/bin/python3"); code != 127 || out != "" {
+		t.Errorf("exec /usr/bin/python3: %d %q", code, out)
+	}
+	// sh and bash are the fast path's own nested interpreter: the same
+	// namespace, no host program
+	if out, _, _ := sh(t, s, "exec /bin/sh -c 'ls /; echo $0'"); out != "dev\ntmp\nworkspace\nsh\n" {
+		t.Errorf("exec /bin/sh: %q", out)
 	}
 }
 

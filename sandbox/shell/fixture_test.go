@@ -34,6 +34,8 @@ var fixture = map[string]fixtureFile{
 	"docs/guide.md":                 {content: "# Guide\n\nStep 1: install\nStep 2: configure\nStep 3: run\n\nerror handling is described below.\nERROR codes:\n  E1 bad input\n  E2 timeout\n"},
 	"docs/notes.txt":                {content: "apple\nbanana\napple\ncherry\nbanana\napple\ndate\n"},
 	"scripts/build.sh":              {content: "#!/bin/sh\nset -e\ngo build -o bin/app .\necho built\n", mode: 0o755},
+	"scripts/check.sh":              {content: "#!/usr/bin/env bash\n# counts the lines of the files given\nset -euo pipefail\nsource scripts/lib.sh\nlog \"checking $# files\"\ntotal=0\nfor f in \"$@\"; do\n  n=$(wc -l < \"$f\")\n  printf '%-12s %4d\\n' \"$f\" \"$n\"\n  total=$((total + n))\ndone\nlog \"total $total\"\n[ \"$total\" -gt 0 ]\n", mode: 0o755},
+	"scripts/lib.sh":                {content: "# helpers for the scripts\nlog() { echo \"[check] $*\"; }\nVERSION=1.2\n"},
 	"data/users.json":               {content: "[\n  {\"age\": 30, \"name\": \"alice\", \"role\": \"admin\"},\n  {\"age\": 25, \"name\": \"bob\", \"role\": \"dev\"},\n  {\"age\": 35, \"name\": \"carol\", \"role\": \"dev\"}\n]\n"},
 	"data/records.csv":              {content: "id,name,score,city\n1,alice,90,paris\n2,bob,72,berlin\n3,carol,85,paris\n4,dave,60,rome\n5,eve,99,berlin\n"},
 	"data/log.txt":                  {content: "2024-03-01 INFO start\n2024-03-01 WARN disk low\n2024-03-02 ERROR failed to connect\n2024-03-02 INFO retry\n2024-03-03 ERROR timeout\n2024-03-03 INFO done\n"},

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -255,6 +257,9 @@ func (n *namespace) chtimes(abs string, a, m time.Time) error {
 func (r *run) openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
 	hc := interp.HandlerCtx(ctx)
 	abs := absPath(hc.Dir, p)
+	if f, ok := r.openPipe(abs, flag); ok {
+		return f, nil
+	}
 	f, err := r.sh.ns.open(abs, flag, uint32(perm.Perm()), hc.Stdin, hc.Stdout, hc.Stderr)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p, Err: errno(err)}
@@ -265,6 +270,9 @@ func (r *run) openHandler(ctx context.Context, p string, flag int, perm os.FileM
 func (r *run) statHandler(ctx context.Context, p string, follow bool) (fs.FileInfo, error) {
 	hc := interp.HandlerCtx(ctx)
 	abs := absPath(hc.Dir, p)
+	if fi, ok := r.pipeInfo(abs); ok {
+		return fi, nil
+	}
 	var fi *fileInfo
 	var err error
 	if follow {
@@ -316,9 +324,14 @@ func (r *run) accessHandler(ctx context.Context, p string, mode interp.AccessMod
 // callHandler counts commands and steers the builtins that would look at
 // the host (type, command -v, source) to the namespace.
 func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) {
-	if n := r.commands.Add(1); r.maxCmds > 0 && n > r.maxCmds {
+	n := r.commands.Add(1)
+	if r.maxCmds > 0 && n > r.maxCmds {
 		r.cancel(errCommandLimit)
 		return nil, errCommandLimit
+	}
+	if n%256 == 0 && tooDeep() {
+		r.cancel(errNesting)
+		return nil, errNesting
 	}
 	switch args[0] {
 	case "type":
@@ -329,6 +342,11 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		}
 	case "hash":
 		return []string{"true"}, nil
+	case "printf":
+		if len(args) > 1 && args[1] == "-v" {
+			return args, nil
+		}
+		return append([]string{printfCmd}, args[1:]...), nil
 	case "eval":
 		src := strings.Join(args[1:], " ")
 		f, err := parse(src)
@@ -339,6 +357,7 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 			return []string{unsupportedCmd, what}, nil
 		}
 		rewriteSpecial(f)
+		rewriteProcSubst(f)
 		var buf bytes.Buffer
 		syntax.NewPrinter().Print(&buf, f)
 		return []string{"eval", buf.String()}, nil
@@ -359,6 +378,23 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		return r.callHandler(ctx, []string{"eval", string(data)})
 	}
 	return args, nil
+}
+
+// maxStackFrames bounds the Go stack of the goroutine running a script:
+// each level of a recursive shell function takes a few dozen frames, and
+// a runaway recursion would otherwise grow the stack until the Go runtime
+// ends the whole daemon.
+const maxStackFrames = 50_000
+
+var framePool = sync.Pool{New: func() any { return make([]uintptr, maxStackFrames) }}
+
+// tooDeep reports whether the calling goroutine's stack is past
+// maxStackFrames (checked now and then: it costs one walk of the stack).
+func tooDeep() bool {
+	pcs := framePool.Get().([]uintptr)
+	n := runtime.Callers(0, pcs)
+	framePool.Put(pcs)
+	return n >= len(pcs)
 }
 
 // Internal commands the call handler rewrites to.

@@ -58,8 +58,14 @@ func (n *memNode) info(name string) *fileInfo {
 	if n.mode&kv.S_IFMT == kv.S_IFLNK {
 		size = int64(len(n.target))
 	}
+	// blocks as tmpfs (the sandbox's /tmp) counts them: whole 4 KiB
+	// pages of data, none for directories and links
+	blocks := int64(0)
+	if n.mode&kv.S_IFMT == kv.S_IFREG {
+		blocks = (size + 4095) / 4096 * 8
+	}
 	return &fileInfo{name: name, mode: goMode(n.mode), size: size, mtime: n.mtime, atime: n.atime,
-		ctime: n.ctime, ino: n.ino, nlink: n.nlink, blocks: (size + 511) / 512}
+		ctime: n.ctime, ino: n.ino, nlink: n.nlink, blocks: blocks}
 }
 
 type memLoc struct {

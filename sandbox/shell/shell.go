@@ -109,7 +109,8 @@ type Result struct {
 	// Truncated reports that output went past MaxOutput and was cut.
 	Truncated bool
 	// Stopped says why the script was stopped early: "timeout", "output
-	// limit", "command limit", "canceled", or "" if it ran to its end.
+	// limit", "command limit", "nesting limit" (a runaway recursion),
+	// "canceled", or "" if it ran to its end.
 	Stopped string
 }
 
@@ -149,6 +150,7 @@ const (
 var (
 	errOutputLimit  = errors.New("output limit reached")
 	errCommandLimit = errors.New("command limit reached")
+	errNesting      = errors.New("maximum function nesting level exceeded")
 )
 
 // run is the state of one Exec.
@@ -156,9 +158,11 @@ type run struct {
 	sh       *Shell
 	runner   *interp.Runner
 	cancel   context.CancelCauseFunc
-	commands atomic.Int64
+	commands *atomic.Int64 // shared with the scripts the run starts
 	maxCmds  int64
 	out      *limitWriter
+	depth    int        // of nested scripts (sh x.sh, ./x.sh)
+	pipes    *pipeTable // of process substitutions, shared with nested scripts
 }
 
 // Exec runs the script command. The error is for a failure of the shell
@@ -193,6 +197,8 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		return res, nil
 	}
 	rewriteSpecial(file)
+	rewriteProcSubst(file)
+	file.Name = "bash" // $0, as bash -c gives it
 
 	cwd := wsRoot
 	if opts.Cwd != "" {
@@ -223,7 +229,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		defer watch.add(uint64(maxMem), func() { cancel(errMemoryLimit) })()
 	}
 
-	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw}
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}}
 	if r.maxCmds == 0 {
 		r.maxCmds = DefaultMaxCommands
 	}
@@ -233,25 +239,16 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	runner, err := interp.New(
-		interp.Env(env),
-		interp.StdIO(stdin, outW, errW),
-		interp.OpenHandler(r.openHandler),
-		interp.StatHandler(r.statHandler),
-		interp.ReadDirHandler2(r.readDirHandler),
-		interp.AccessHandler(r.accessHandler),
-		interp.CallHandler(r.callHandler),
-		interp.ExecHandlers(r.execMiddleware),
-	)
+	runner, err := r.newRunner(env, stdin, outW, errW)
 	if err != nil {
 		return res, err
 	}
-	r.runner = runner
 	runner.Dir = cwd
 	runner.Reset()
 	env.resetting = false
 
 	err = runner.Run(ctx, file)
+	r.pipes.finish(5 * time.Second)
 	lw.close()
 	res.Duration = time.Since(start)
 	res.Truncated = lw.truncated()
@@ -263,6 +260,9 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		res.ExitCode, res.Stopped = ExitLimit, "memory limit"
 	case errors.Is(cause, errCommandLimit) || errors.Is(err, errCommandLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "command limit"
+	case errors.Is(cause, errNesting) || errors.Is(err, errNesting):
+		fmt.Fprintf(stderr, "bash: %v\n", errNesting) // errW is closed by now
+		res.ExitCode, res.Stopped = ExitLimit, "nesting limit"
 	case errors.Is(cause, context.DeadlineExceeded):
 		res.ExitCode, res.Stopped = ExitTimeout, "timeout"
 	case errors.Is(cause, context.Canceled):
@@ -278,6 +278,26 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		}
 	}
 	return res, nil
+}
+
+// newRunner makes an interpreter bound to the namespace, for the script
+// of an Exec or a script it starts.
+func (r *run) newRunner(env expand.Environ, stdin io.Reader, stdout, stderr io.Writer, opts ...interp.RunnerOption) (*interp.Runner, error) {
+	runner, err := interp.New(append([]interp.RunnerOption{
+		interp.Env(env),
+		interp.StdIO(stdin, stdout, stderr),
+		interp.OpenHandler(r.openHandler),
+		interp.StatHandler(r.statHandler),
+		interp.ReadDirHandler2(r.readDirHandler),
+		interp.AccessHandler(r.accessHandler),
+		interp.CallHandler(r.callHandler),
+		interp.ExecHandlers(r.execMiddleware),
+	}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	r.runner = runner
+	return runner, nil
 }
 
 // environ is the clean environment of a script.
@@ -325,7 +345,7 @@ func (e *startEnv) Get(name string) expand.Variable {
 
 func (e *startEnv) Each(fn func(string, expand.Variable) bool) {
 	e.Environ.Each(func(name string, vr expand.Variable) bool {
-		if name == pidVar || name == ppidVar {
+		if name == pidVar || name == ppidVar || name == "BASH_SOURCE" {
 			vr.Exported = false
 		}
 		return fn(name, vr)
@@ -340,9 +360,11 @@ func parse(command string) (*syntax.File, error) {
 func unsupported(f *syntax.File) string {
 	what := ""
 	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n.(type) {
+		switch x := n.(type) {
 		case *syntax.ProcSubst:
-			what = "process substitution"
+			if x.Op == syntax.CmdInTemp {
+				what = "=(...) substitution"
+			}
 		case *syntax.CoprocClause:
 			what = "coproc"
 		}
