@@ -73,6 +73,7 @@ func flags(specs ...string) map[string]flagDef {
 			kind, names[0] = fValue, strings.TrimSuffix(names[0], "=")
 		}
 		for _, n := range names {
+			n = strings.TrimSuffix(strings.TrimSuffix(n, "?"), "=")
 			m[n] = flagDef{name: names[0], kind: kind}
 		}
 	}
@@ -85,7 +86,7 @@ type gitArgs struct {
 	order []string            // flags in the order given
 	args  []string            // the other arguments
 	dash  bool                // "--" was given
-	nDash int               // index in args where the arguments after "--" start
+	nDash int                 // index in args where the arguments after "--" start
 }
 
 func (a *gitArgs) has(name string) bool { _, ok := a.opts[name]; return ok }
@@ -140,7 +141,7 @@ func parseGitArgs(sub string, s *gitSub, argv []string) (*gitArgs, error) {
 			set(d.name, v)
 		default:
 			if s.numeric && len(w) > 1 && isDigits(w[1:]) {
-				set("-n", w[1:])
+				set("--max-count", w[1:])
 				continue
 			}
 			// a cluster of short flags: -am MSG, -n5, -sb

@@ -608,9 +608,6 @@ func gitDiff(g *gitCmd) int {
 		return 0
 	}
 	fm := diffFormats(a, "patch")
-	if fm["stat"] {
-		d.relName = g.rel
-	}
 	if err := d.write(cs, fm); err != nil {
 		return g.fatal("%v", err)
 	}

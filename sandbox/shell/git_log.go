@@ -49,6 +49,18 @@ func (g *gitCmd) resolve(rev string) (plumbing.Hash, error) {
 	if strings.HasPrefix(rev, "-") || rev == "" {
 		return plumbing.ZeroHash, errors.New("bad revision")
 	}
+	for _, peel := range []string{"^{tree}", "^{commit}", "^{}"} {
+		if base, ok := strings.CutSuffix(rev, peel); ok {
+			c, err := g.resolveCommit(base)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			if peel == "^{tree}" {
+				return c.TreeHash, nil
+			}
+			return c.Hash, nil
+		}
+	}
 	h, err := g.repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -346,11 +358,7 @@ func (lp *logPrinter) header(c *object.Commit) {
 		msg = subj
 	}
 	for _, l := range strings.Split(msg, "\n") {
-		if l == "" {
-			o.WriteString("\n")
-		} else {
-			fmt.Fprintf(o, "    %s\n", l)
-		}
+		fmt.Fprintf(o, "    %s\n", l)
 	}
 }
 

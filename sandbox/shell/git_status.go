@@ -959,7 +959,7 @@ func gitLsFiles(g *gitCmd) int {
 		}
 		if cached {
 			if a.has("--stage") {
-				fmt.Fprintf(g.out, "%s %s %d\t%s%s", e.Mode, e.Hash, e.Stage, show(e.Name), term)
+				fmt.Fprintf(g.out, "%s %s %d\t%s%s", modeStr(e.Mode), e.Hash, e.Stage, show(e.Name), term)
 			} else {
 				fmt.Fprintf(g.out, "%s%s", show(e.Name), term)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -144,7 +145,7 @@ func (p *gitPair) same(t *testing.T, script string) string {
 	got, gerr, gcode := fastGit(t, p.s, script)
 	want, werr, wcode := realGit(t, p.base, script)
 	if got != want || gcode != wcode {
-		t.Errorf("%s\n--- fast path (status %d, stderr %q):\n%s--- git (status %d, stderr %q):\n%s", script, gcode, gerr, got, wcode, werr, want)
+		t.Errorf("%s\n--- fast path status %d, stderr %q; git status %d, stderr %q\n%s", script, gcode, gerr, wcode, werr, firstDiff(got, want))
 	}
 	return got
 }
@@ -260,8 +261,10 @@ func exportCheck(t *testing.T, fs *wsfs.FS, repo string) {
 	}
 	walk(repo, dir)
 	gittest.Git(t, dir, "fsck", "--strict", "--no-dangling")
-	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "" {
-		t.Errorf("the real git finds the exported repository dirty:\n%s", st)
+	s := New(fs, Options{})
+	fast, _, _ := fastGit(t, s, "git status --porcelain")
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != strings.TrimSpace(fast) {
+		t.Errorf("the real git sees the exported repository as\n%s\nthe fast path as\n%s", st, fast)
 	}
 }
 
@@ -401,7 +404,7 @@ func TestGitCorpus(t *testing.T) {
 		want, werr, wcode := realGit(t, p.base, e.cmd)
 		if got != want || gcode != wcode {
 			fail++
-			t.Errorf("corpus-git.txt:%d: %s\n--- fast path (status %d, stderr %q):\n%s--- git (status %d, stderr %q):\n%s", e.line, e.cmd, gcode, gerr, got, wcode, werr, want)
+			t.Errorf("corpus-git.txt:%d: %s\n--- fast path status %d, stderr %q; git status %d, stderr %q\n%s", e.line, e.cmd, gcode, gerr, wcode, werr, firstDiff(got, want))
 			continue
 		}
 		if ok, why := CanRun(e.cmd); !ok {
@@ -410,4 +413,23 @@ func TestGitCorpus(t *testing.T) {
 		pass++
 	}
 	t.Logf("git corpus: %d entries, %d identical to git, %d failed", len(entries), pass, fail)
+}
+
+// firstDiff shows where two outputs part: a few lines of each around the
+// first differing line.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
+	}
+	from := max(0, i-3)
+	cut := func(l []string) string {
+		end := min(len(l), i+6)
+		if from >= end {
+			return "(end)\n"
+		}
+		return strings.Join(l[from:end], "\n") + "\n"
+	}
+	return fmt.Sprintf("first difference at line %d\n--- fast path:\n%s--- git:\n%s", i+1, cut(g), cut(w))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
@@ -627,6 +628,9 @@ func gitCommit(g *gitCmd) int {
 		label += " (root-commit)"
 	}
 	fmt.Fprintf(g.out, "[%s %s] %s\n", label, g.abbrev(h), subj)
+	if author.Name != committer.Name || author.Email != committer.Email {
+		fmt.Fprintf(g.out, " Author: %s <%s>\n", author.Name, author.Email)
+	}
 	if a.has("--amend") {
 		fmt.Fprintf(g.out, " Date: %s\n", gitDate(author.When))
 	}
@@ -1310,8 +1314,7 @@ func (g *gitCmd) trackNew(name string, c *object.Commit, from string) int {
 		return code
 	}
 	cfg := g.config()
-	cfg.Raw.Section("branch").Subsection(name).SetOption("remote", remote)
-	cfg.Raw.Section("branch").Subsection(name).SetOption("merge", "refs/heads/"+name)
+	cfg.Branches[name] = &config.Branch{Name: name, Remote: remote, Merge: plumbing.NewBranchReferenceName(name)}
 	if err := g.st.SetConfig(cfg); err != nil {
 		return g.fatal("%v", err)
 	}
@@ -1648,9 +1651,9 @@ func gitInit(g *gitCmd) int {
 		}
 	}
 	files := map[string]string{
-		"HEAD":        "ref: refs/heads/" + branch + "\n",
-		"config":      "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
-		"description": "Unnamed repository; edit this file 'description' to name the repository.\n",
+		"HEAD":         "ref: refs/heads/" + branch + "\n",
+		"config":       "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+		"description":  "Unnamed repository; edit this file 'description' to name the repository.\n",
 		"info/exclude": "# git ls-files --others --exclude-from=.git/info/exclude\n# Lines that start with '#' are comments.\n# For a project mostly in C, the following would be a good set of\n# exclude patterns (uncomment them if you want to use them):\n# *.[oa]\n# *~\n",
 	}
 	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "info", "hooks", "branches"} {
