@@ -242,7 +242,16 @@ func writeStat(o stringWriter, stats []fileStat, full bool) {
 		if hasBin && numWidth < 3 {
 			numWidth = 3
 		}
+		binWidth := 0
+		for _, s := range stats {
+			if s.binary {
+				binWidth = max(binWidth, len(fmt.Sprintf("Bin %d -> %d bytes", s.sizeA, s.sizeB)))
+			}
+		}
 		nameWidth, graphWidth := maxLen, maxChange
+		if maxChange+4 <= binWidth {
+			graphWidth = binWidth - 4
+		}
 		if nameWidth+numWidth+6+graphWidth > width {
 			if graphWidth > width*3/8-numWidth-6 {
 				graphWidth = width*3/8 - numWidth - 6
@@ -252,6 +261,8 @@ func writeStat(o stringWriter, stats []fileStat, full bool) {
 			}
 			if nameWidth > width-numWidth-6-graphWidth {
 				nameWidth = width - numWidth - 6 - graphWidth
+			} else {
+				graphWidth = width - numWidth - 6 - nameWidth
 			}
 		}
 		for _, s := range stats {

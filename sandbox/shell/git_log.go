@@ -367,7 +367,7 @@ func (lp *logPrinter) print(c *object.Commit, cs []change) error {
 	if lp.formats["none"] || len(lp.formats) == 0 || c.NumParents() > 1 || len(cs) == 0 {
 		return nil
 	}
-	if lp.lf.builtin != "oneline" && lp.lf.format == "" {
+	if lp.lf.builtin != "oneline" {
 		lp.g.out.WriteString("\n")
 	}
 	return lp.g.newDiffOut().write(cs, lp.formats)

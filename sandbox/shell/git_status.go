@@ -478,6 +478,8 @@ type statusData struct {
 	staged    []change
 	unstaged  []change
 	untracked []string
+	// noUntracked: untracked files were not looked for (-uno)
+	noUntracked bool
 }
 
 func (g *gitCmd) collectStatus(specs []string, untrackedMode string, renames bool) (*statusData, error) {
@@ -506,6 +508,7 @@ func (g *gitCmd) collectStatus(specs []string, untrackedMode string, renames boo
 		return nil, err
 	}
 	st.unstaged = w.changes(ixf)
+	st.noUntracked = untrackedMode == "no"
 	if untrackedMode != "no" {
 		if st.untracked, err = g.untracked(idx, specs, untrackedMode == "all"); err != nil {
 			return nil, err
@@ -708,13 +711,13 @@ func (g *gitCmd) statusShort(st *statusData, porcelain bool) {
 	for _, k := range keys {
 		l := lines[k]
 		if l.from != "" {
-			fmt.Fprintf(g.out, "%c%c %s -> %s\n", l.x, l.y, quotePath(show(l.from)), quotePath(show(l.to)))
+			fmt.Fprintf(g.out, "%c%c %s -> %s\n", l.x, l.y, quotePathSP(show(l.from)), quotePathSP(show(l.to)))
 		} else {
-			fmt.Fprintf(g.out, "%c%c %s\n", l.x, l.y, quotePath(show(l.to)))
+			fmt.Fprintf(g.out, "%c%c %s\n", l.x, l.y, quotePathSP(show(l.to)))
 		}
 	}
 	for _, u := range st.untracked {
-		fmt.Fprintf(g.out, "?? %s\n", quotePath(show(u)))
+		fmt.Fprintf(g.out, "?? %s\n", quotePathSP(show(u)))
 	}
 }
 
@@ -787,6 +790,9 @@ func (g *gitCmd) statusLong(st *statusData) {
 		}
 		o.WriteString("\n")
 	}
+	if st.noUntracked && len(st.staged) > 0 {
+		o.WriteString("Untracked files not listed (use -u option to show untracked files)\n")
+	}
 	if len(st.untracked) > 0 {
 		o.WriteString("Untracked files:\n  (use \"git add <file>...\" to include in what will be committed)\n")
 		for _, u := range st.untracked {
@@ -802,6 +808,8 @@ func (g *gitCmd) statusLong(st *statusData) {
 		o.WriteString("nothing added to commit but untracked files present (use \"git add\" to track)\n")
 	case st.head == nil:
 		o.WriteString("nothing to commit (create/copy files and use \"git add\" to track)\n")
+	case st.noUntracked:
+		o.WriteString("nothing to commit (use -u to show untracked files)\n")
 	default:
 		o.WriteString("nothing to commit, working tree clean\n")
 	}
@@ -993,4 +1001,13 @@ func gitLsFiles(g *gitCmd) int {
 		}
 	}
 	return 0
+}
+
+// quotePathSP quotes as quotePath does, and a path with a space too (the
+// short status format).
+func quotePathSP(p string) string {
+	if q := quotePath(p); q != p || !strings.Contains(p, " ") {
+		return q
+	}
+	return `"` + p + `"`
 }

@@ -587,7 +587,7 @@ func gitCommit(g *gitCmd) int {
 		fmt.Fprintln(g.stderr, err)
 		return 128
 	}
-	if a.has("--amend") && g.getenv("GIT_AUTHOR_DATE") == "" {
+	if a.has("--amend") {
 		author = head.Author
 	}
 	tree, err := g.writeTree(ixf)
@@ -642,9 +642,6 @@ func gitCommit(g *gitCmd) int {
 			return g.fatal("%v", err)
 		}
 		stats = append(stats, st)
-	}
-	if len(stats) == 0 {
-		fmt.Fprint(g.out, " 0 files changed\n")
 	}
 	writeStat(g.out, stats, false)
 	writeSummary(g.out, cs)
