@@ -54,6 +54,24 @@ func TestGitEdgeCases(t *testing.T) {
 		`git log -1 --format=%B`,
 		`git status -uno`,
 		`echo x >> README.md; git diff --color=never`,
+
+		`printf 'a\n}\n\nb\n}\n\nc\n}\n' > x && git add x && printf 'a\n}\n\nnew\n}\n\nb\n}\n\nc\n}\n' > x && git diff`,
+		`printf 'a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\n' > x && git add x && printf 'a\nB\nc\nd\ne\nf\ng\nh\nI\nj\nk\n' > x && git diff`,
+		`printf 'x\nx\nx\ny\nx\nx\n' > x && git add x && printf 'x\nx\ny\nx\nx\nx\nx\n' > x && git diff`,
+		`printf 'if a {\n\tfoo()\n}\nif b {\n\tbar()\n}\n' > x && git add x && printf 'if a {\n\tfoo()\n}\nif c {\n\tbaz()\n}\nif b {\n\tbar()\n}\n' > x && git diff`,
+		`cp internal/util/strings.go x && git add x && sed -i 's/r\[i\], r\[j\] = r\[j\], r\[i\]/swap(r, i, j)/; /TODO/d; 1i // header' x && git diff`,
+		`printf 'func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 2\n}\n' > x.go && git add x.go && printf 'func a() {\n\treturn 1\n}\n\nfunc c() {\n\treturn 3\n}\n\nfunc b() {\n\treturn 2\n}\n' > x.go && git diff`,
+		`printf 'one\ntwo\nthree\n' > x && git add x && printf 'zero\none\ntwo\nthree\nfour\n' > x && git diff`,
+		`printf 'a\nb\na\nb\na\nb\n' > x && git add x && printf 'b\na\nb\na\n' > x && git diff`,
+		`seq 1 30 > x && git add x && seq 1 30 | sed '5d;12s/$/x/;25a new' > x && git diff`,
+		`git grep -n TODO; git grep -c func; git grep -l Reverse; git grep -i error -- docs`,
+		`git blame README.md`,
+		`git blame main.go; git blame -L 5,8 main.go; git blame -L 3,+2 internal/util/strings.go; git blame -s go.mod; git blame -e go.mod`,
+		`git grep -n func -- '*.go'; git grep -w main; git grep -E 'ERR(OR)?' ; git grep -F '[' ; echo $?`,
+		`cd docs && git grep -n Step; git grep -l a; git grep -c TODO; echo $?`,
+		`git grep -q TODO && echo yes; git grep nosuchthing; echo $?`,
+		`echo 'TODO new' >> main.go && git grep -n TODO && git grep --cached -n TODO`,
+		`git grep -e TODO -e ERROR -i -n`,
 	} {
 		p := newGitPair(t, origin)
 		p.same(t, s)
