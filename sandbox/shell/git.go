@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -294,6 +296,61 @@ type gitCmd struct {
 	wfs    *wsfs.FS
 	st     *filesystem.Storage
 	repo   *git.Repository
+	// dirs caches directory listings of the work tree for one command
+	// (status reads each directory once for tracked and untracked files).
+	dirs map[string]map[string]kv.Dirent
+}
+
+// listDir lists a work-tree directory by name, cached; nil if it is not a
+// directory.
+func (g *gitCmd) listDir(dir string) (map[string]kv.Dirent, error) {
+	if m, ok := g.dirs[dir]; ok {
+		return m, nil
+	}
+	if g.dirs == nil {
+		g.dirs = map[string]map[string]kv.Dirent{}
+	}
+	m := map[string]kv.Dirent{}
+	var err error
+	add := func(d kv.Dirent) bool { m[d.Name] = d; return true }
+	if dir == "" {
+		err = g.wfs.ReadDir(g.file(dir), "", add)
+	} else {
+		// by inode from the parent's listing: no path lookup
+		var parent map[string]kv.Dirent
+		if parent, err = g.listDir(parentDir(dir)); err == nil {
+			d, ok := parent[dir[strings.LastIndexByte(dir, '/')+1:]]
+			switch {
+			case !ok:
+				err = syscall.ENOENT
+			case d.Type != kv.S_IFDIR:
+				err = syscall.ENOTDIR
+			default:
+				err = g.wfs.Store().ReadDir(d.Ino, "", add)
+			}
+		}
+	}
+	if err != nil {
+		if !isNotExist(err) {
+			return nil, err
+		}
+		m = nil
+	}
+	g.dirs[dir] = m
+	return m, nil
+}
+
+// lstatWork is Lstat of a work-tree file through the cached listings.
+func (g *gitCmd) lstatWork(p string) (kv.Attr, error) {
+	ents, err := g.listDir(parentDir(p))
+	if err != nil {
+		return kv.Attr{}, err
+	}
+	d, ok := ents[p[strings.LastIndexByte(p, '/')+1:]]
+	if !ok {
+		return kv.Attr{}, syscall.ENOENT
+	}
+	return g.wfs.Store().GetAttr(d.Ino)
 }
 
 func cmdGit(c *cmd) int {
@@ -390,7 +447,7 @@ func (g *gitCmd) open() (int, bool) {
 	if g.dir != d {
 		g.prefix = strings.TrimPrefix(g.dir, d+"/") + "/"
 	}
-	dot := g.wfs.Billy(g.wsPath(d + "/.git"))
+	dot := &memReadFS{Billy: g.wfs.Billy(g.wsPath(d + "/.git")), fs: g.wfs}
 	g.st = filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
 	repo, err := git.Open(g.st, g.wfs.Billy(g.wsPath(d)))
 	if err != nil {
@@ -752,3 +809,51 @@ func parseZone(z string) (*time.Location, error) {
 func gitDate(t time.Time) string {
 	return t.Format("Mon Jan 2 15:04:05 2006 -0700")
 }
+
+// memReadFS is the .git directory for go-git: files opened for reading
+// (pack indexes, packs, loose objects, refs) up to memReadMax bytes are
+// read whole into memory at once, so go-git's many small reads do not
+// each go to the store.
+type memReadFS struct {
+	*wsfs.Billy
+	fs *wsfs.FS
+}
+
+const memReadMax = 64 << 20
+
+func (m *memReadFS) Open(name string) (billy.File, error) { return m.OpenFile(name, O_RDONLY, 0) }
+
+func (m *memReadFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
+	if flag&(O_WRONLY|O_RDWR|O_CREATE|O_TRUNC|O_APPEND) == 0 {
+		p := path.Join(m.Root(), name)
+		if a, err := m.fs.Stat(p); err == nil && !a.IsDir() && a.Size <= memReadMax {
+			data, err := m.fs.ReadFile(p)
+			if err != nil {
+				return nil, err
+			}
+			return &gitMemFile{name: name, Reader: bytes.NewReader(data)}, nil
+		}
+	}
+	return m.Billy.OpenFile(name, flag, perm)
+}
+
+func (m *memReadFS) Chroot(p string) (billy.Filesystem, error) {
+	sub, err := m.Billy.Chroot(p)
+	if err != nil {
+		return nil, err
+	}
+	return &memReadFS{Billy: sub.(*wsfs.Billy), fs: m.fs}, nil
+}
+
+// gitMemFile is a file read into memory.
+type gitMemFile struct {
+	name string
+	*bytes.Reader
+}
+
+func (f *gitMemFile) Name() string              { return f.name }
+func (f *gitMemFile) Write([]byte) (int, error) { return 0, syscall.EBADF }
+func (f *gitMemFile) Close() error              { return nil }
+func (f *gitMemFile) Lock() error               { return nil }
+func (f *gitMemFile) Unlock() error             { return nil }
+func (f *gitMemFile) Truncate(int64) error      { return syscall.EBADF }

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -200,7 +201,7 @@ func (g *gitCmd) scanWorktree(idx *index.Index, specs []string) (*worktree, erro
 		if err := g.ctx.Err(); err != nil {
 			return nil, err
 		}
-		a, err := g.wfs.Lstat(g.file(e.Name))
+		a, err := g.lstatWork(e.Name)
 		if isNotExist(err) {
 			w.files[e.Name] = treeFile{}
 			continue
@@ -377,11 +378,15 @@ func (g *gitCmd) untracked(idx *index.Index, specs []string, all bool) ([]string
 	// walk returns whether dir holds an untracked file; with collapse it
 	// stops at the first.
 	walk = func(dir string, collapse bool) (bool, error) {
-		var ents []kv.Dirent
-		err := g.wfs.ReadDir(g.file(dir), "", func(d kv.Dirent) bool { ents = append(ents, d); return true })
+		m, err := g.listDir(dir)
 		if err != nil {
 			return false, err
 		}
+		ents := make([]kv.Dirent, 0, len(m))
+		for _, d := range m {
+			ents = append(ents, d)
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 		found := false
 		for _, d := range ents {
 			if err := g.ctx.Err(); err != nil {
@@ -487,18 +492,20 @@ func (g *gitCmd) collectStatus(specs []string, untrackedMode string, renames boo
 	if err != nil {
 		return nil, err
 	}
-	hf, err := treeFilesOf(head)
-	if err != nil {
-		return nil, err
-	}
 	idx, err := g.readIndex()
 	if err != nil {
 		return nil, err
 	}
 	ixf := indexFiles(idx)
 	st := &statusData{branch: branch, head: head}
-	for _, c := range compareFiles(filterFiles(hf, specs), filterFiles(ixf, specs)) {
-		st.staged = append(st.staged, c)
+	staged, err := g.stagedChanges(head, ixf)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range staged {
+		if matchSpec(specs, c.path()) {
+			st.staged = append(st.staged, c)
+		}
 	}
 	if renames {
 		st.staged = g.detectRenames(st.staged)
@@ -559,24 +566,50 @@ func (g *gitCmd) upstream(branch string) (name string, c *object.Commit, gone bo
 	return name, c, false
 }
 
-// aheadBehind counts the commits of a not in b and of b not in a.
+// aheadBehind counts the commits of a not in b and of b not in a,
+// walking both histories newest first only until they meet.
 func (g *gitCmd) aheadBehind(a, b *object.Commit) (int, int, error) {
-	ra, err := g.reachable(a)
-	if err != nil {
-		return 0, 0, err
+	if a.Hash == b.Hash {
+		return 0, 0, nil
 	}
-	rb, err := g.reachable(b)
-	if err != nil {
-		return 0, 0, err
+	flags := map[plumbing.Hash]uint8{a.Hash: 1}
+	flags[b.Hash] |= 2
+	q := &commitQueue{}
+	heap.Push(q, a)
+	if b.Hash != a.Hash {
+		heap.Push(q, b)
 	}
-	ahead, behind := 0, 0
-	for h := range ra {
-		if !rb[h] {
-			ahead++
+	for q.Len() > 0 {
+		stale := true
+		for _, c := range *q {
+			if flags[c.Hash] != 3 {
+				stale = false
+				break
+			}
+		}
+		if stale {
+			break
+		}
+		c := heap.Pop(q).(*object.Commit)
+		f := flags[c.Hash]
+		for _, p := range c.ParentHashes {
+			if flags[p]|f == flags[p] {
+				continue
+			}
+			flags[p] |= f
+			pc, err := g.repo.CommitObject(p)
+			if err != nil {
+				return 0, 0, err
+			}
+			heap.Push(q, pc)
 		}
 	}
-	for h := range rb {
-		if !ra[h] {
+	ahead, behind := 0, 0
+	for _, f := range flags {
+		switch f {
+		case 1:
+			ahead++
+		case 2:
 			behind++
 		}
 	}
@@ -1010,4 +1043,130 @@ func quotePathSP(p string) string {
 		return q
 	}
 	return `"` + p + `"`
+}
+
+// memTree is a directory of the index with its tree hash computed in
+// memory (nothing is stored).
+type memTree struct {
+	files map[string]treeFile
+	dirs  map[string]*memTree
+	hash  plumbing.Hash
+}
+
+func buildMemTree(files map[string]treeFile) *memTree {
+	newDir := func() *memTree { return &memTree{files: map[string]treeFile{}, dirs: map[string]*memTree{}} }
+	root := newDir()
+	for p, f := range files {
+		d := root
+		for {
+			i := strings.IndexByte(p, '/')
+			if i < 0 {
+				break
+			}
+			sub := d.dirs[p[:i]]
+			if sub == nil {
+				sub = newDir()
+				d.dirs[p[:i]] = sub
+			}
+			d, p = sub, p[i+1:]
+		}
+		d.files[p] = f
+	}
+	root.computeHash()
+	return root
+}
+
+func (t *memTree) computeHash() {
+	type ent struct {
+		key  string
+		name string
+		mode filemode.FileMode
+		hash plumbing.Hash
+	}
+	ents := make([]ent, 0, len(t.files)+len(t.dirs))
+	for n, f := range t.files {
+		ents = append(ents, ent{n, n, f.mode, f.hash})
+	}
+	for n, d := range t.dirs {
+		d.computeHash()
+		ents = append(ents, ent{n + "/", n, filemode.Dir, d.hash})
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].key < ents[j].key })
+	var buf []byte
+	for _, e := range ents {
+		buf = append(buf, strings.TrimLeft(fmt.Sprintf("%o", uint32(e.mode)), "0")...)
+		buf = append(buf, ' ')
+		buf = append(buf, e.name...)
+		buf = append(buf, 0)
+		buf = append(buf, e.hash[:]...)
+	}
+	t.hash = plumbing.ComputeHash(plumbing.TreeObject, buf)
+}
+
+// stagedChanges compares HEAD's tree with the index, reading only the
+// trees whose hash differs from the index's (as git's cache tree spares
+// it reading unchanged trees).
+func (g *gitCmd) stagedChanges(head *object.Commit, ixf map[string]treeFile) ([]change, error) {
+	mt := buildMemTree(ixf)
+	var out []change
+	if head == nil {
+		return compareFiles(map[string]treeFile{}, ixf), nil
+	}
+	var walk func(prefix string, th plumbing.Hash, d *memTree) error
+	walk = func(prefix string, th plumbing.Hash, d *memTree) error {
+		if d != nil && d.hash == th {
+			return nil
+		}
+		var tf map[string]treeFile
+		var tdirs map[string]plumbing.Hash
+		if !th.IsZero() {
+			t, err := g.repo.TreeObject(th)
+			if err != nil {
+				return err
+			}
+			tf, tdirs = map[string]treeFile{}, map[string]plumbing.Hash{}
+			for _, e := range t.Entries {
+				if e.Mode == filemode.Dir {
+					tdirs[e.Name] = e.Hash
+				} else {
+					tf[e.Name] = treeFile{e.Hash, e.Mode}
+				}
+			}
+		}
+		var dfiles map[string]treeFile
+		var ddirs map[string]*memTree
+		if d != nil {
+			dfiles, ddirs = d.files, d.dirs
+		}
+		for n, f := range tf {
+			if df, ok := dfiles[n]; !ok {
+				out = append(out, change{from: prefix + n, a: f})
+			} else if df != f {
+				out = append(out, change{from: prefix + n, to: prefix + n, a: f, b: df})
+			}
+		}
+		for n, df := range dfiles {
+			if _, ok := tf[n]; !ok {
+				out = append(out, change{to: prefix + n, b: df})
+			}
+		}
+		for n, h := range tdirs {
+			if err := walk(prefix+n+"/", h, ddirs[n]); err != nil {
+				return err
+			}
+		}
+		for n, sub := range ddirs {
+			if _, ok := tdirs[n]; !ok {
+				if err := walk(prefix+n+"/", plumbing.ZeroHash, sub); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk("", head.TreeHash, mt); err != nil {
+		return nil, err
+	}
+	sortChanges(out)
+	return out, nil
 }
