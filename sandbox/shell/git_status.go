@@ -566,8 +566,7 @@ func (g *gitCmd) upstream(branch string) (name string, c *object.Commit, gone bo
 	return name, c, false
 }
 
-// aheadBehind counts the commits of a not in b and of b not in a,
-// walking both histories newest first only until they meet.
+// aheadBehind counts the commits of a not in b and of b not in a.
 func (g *gitCmd) aheadBehind(a, b *object.Commit) (int, int, error) {
 	if a.Hash == b.Hash {
 		return 0, 0, nil
@@ -579,17 +578,10 @@ func (g *gitCmd) aheadBehind(a, b *object.Commit) (int, int, error) {
 	if b.Hash != a.Hash {
 		heap.Push(q, b)
 	}
+	// Every commit is visited once per side that reaches it. (Stopping
+	// when only commits of both sides are left, as git does, is wrong
+	// when commit dates go backwards, as fixed test dates do.)
 	for q.Len() > 0 {
-		stale := true
-		for _, c := range *q {
-			if flags[c.Hash] != 3 {
-				stale = false
-				break
-			}
-		}
-		if stale {
-			break
-		}
 		c := heap.Pop(q).(*object.Commit)
 		f := flags[c.Hash]
 		for _, p := range c.ParentHashes {
