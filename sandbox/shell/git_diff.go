@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // diffFlags are the output options shared by diff, log and show.
@@ -544,27 +545,33 @@ func gitDiff(g *gitCmd) int {
 	case len(revs) > 2:
 		return g.usage("diff with more than two revisions is not supported")
 	case len(revs) == 2:
-		ta, err := g.revFiles(revs[0])
+		ca, err := g.resolveCommit(revs[0])
 		if err != nil {
 			return g.badRev(revs[0], err)
 		}
-		tb, err := g.revFiles(revs[1])
+		cb, err := g.resolveCommit(revs[1])
 		if err != nil {
 			return g.badRev(revs[1], err)
 		}
-		cs = compareFiles(filterFiles(ta, specs), filterFiles(tb, specs))
+		if err := g.diffTrees(ca.TreeHash, cb.TreeHash, "", &cs); err != nil {
+			return g.fatal("%v", err)
+		}
+		cs = filterChanges(cs, specs)
 	case a.has("--cached"):
 		rev := "HEAD"
 		if len(revs) == 1 {
 			rev = revs[0]
 		}
-		var ta map[string]treeFile
-		if head, _, _ := g.head(); head == nil && len(revs) == 0 {
-			ta = map[string]treeFile{}
-		} else if ta, err = g.revFiles(rev); err != nil {
-			return g.badRev(rev, err)
+		var base *object.Commit
+		if head, _, _ := g.head(); head != nil || len(revs) > 0 {
+			if base, err = g.resolveCommit(rev); err != nil {
+				return g.badRev(rev, err)
+			}
 		}
-		cs = compareFiles(filterFiles(ta, specs), filterFiles(indexFiles(idx), specs))
+		if cs, err = g.stagedChanges(base, indexFiles(idx)); err != nil {
+			return g.fatal("%v", err)
+		}
+		cs = filterChanges(cs, specs)
 	default:
 		w, err := g.scanWorktree(idx, specs)
 		if err != nil {
@@ -648,4 +655,20 @@ func (g *gitCmd) revFiles(rev string) (map[string]treeFile, error) {
 		return nil, err
 	}
 	return treeFilesOf(c)
+}
+
+// filterChanges keeps the changes of paths the pathspecs name.
+func filterChanges(cs []change, specs []string) []change {
+	if len(specs) == 0 {
+		sortChanges(cs)
+		return cs
+	}
+	var out []change
+	for _, c := range cs {
+		if c.from != "" && matchSpec(specs, c.from) || c.to != "" && matchSpec(specs, c.to) {
+			out = append(out, c)
+		}
+	}
+	sortChanges(out)
+	return out
 }

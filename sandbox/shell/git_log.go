@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -145,27 +146,100 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 
 // commitChanges lists what a commit changed against its first parent.
 func (g *gitCmd) commitChanges(c *object.Commit, specs []string, renames bool) ([]change, error) {
-	var pf map[string]treeFile
+	pt := plumbing.ZeroHash
 	if c.NumParents() > 0 {
-		p, err := c.Parent(0)
+		pt2, err := g.treeOf(c.ParentHashes[0])
 		if err != nil {
 			return nil, err
 		}
-		if pf, err = treeFilesOf(p); err != nil {
-			return nil, err
-		}
-	} else {
-		pf = map[string]treeFile{}
+		pt = pt2
 	}
-	cf, err := treeFilesOf(c)
-	if err != nil {
+	var cs []change
+	if err := g.diffTrees(pt, c.TreeHash, "", &cs); err != nil {
 		return nil, err
 	}
-	cs := compareFiles(filterFiles(pf, specs), filterFiles(cf, specs))
+	if len(specs) > 0 {
+		out := cs[:0]
+		for _, ch := range cs {
+			if matchSpec(specs, ch.from) || matchSpec(specs, ch.to) {
+				out = append(out, ch)
+			}
+		}
+		cs = out
+	}
+	sortChanges(cs)
 	if renames {
 		cs = g.detectRenames(cs)
 	}
 	return cs, nil
+}
+
+// treeOf returns a commit's tree hash.
+func (g *gitCmd) treeOf(h plumbing.Hash) (plumbing.Hash, error) {
+	c, err := g.repo.CommitObject(h)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return c.TreeHash, nil
+}
+
+// diffTrees appends the changes from tree a to tree b (zero: empty),
+// reading only subtrees whose hashes differ.
+func (g *gitCmd) diffTrees(a, b plumbing.Hash, prefix string, out *[]change) error {
+	if a == b {
+		return nil
+	}
+	read := func(h plumbing.Hash) (map[string]treeFile, map[string]plumbing.Hash, error) {
+		files, dirs := map[string]treeFile{}, map[string]plumbing.Hash{}
+		if h.IsZero() {
+			return files, dirs, nil
+		}
+		t, err := g.repo.TreeObject(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range t.Entries {
+			if e.Mode == filemode.Dir {
+				dirs[e.Name] = e.Hash
+			} else {
+				files[e.Name] = treeFile{e.Hash, e.Mode}
+			}
+		}
+		return files, dirs, nil
+	}
+	af, ad, err := read(a)
+	if err != nil {
+		return err
+	}
+	bf, bd, err := read(b)
+	if err != nil {
+		return err
+	}
+	for n, f := range af {
+		if f2, ok := bf[n]; !ok {
+			*out = append(*out, change{from: prefix + n, a: f})
+		} else if f2 != f {
+			*out = append(*out, change{from: prefix + n, to: prefix + n, a: f, b: f2})
+		}
+	}
+	for n, f := range bf {
+		if _, ok := af[n]; !ok {
+			*out = append(*out, change{to: prefix + n, b: f})
+		}
+	}
+	for n, h := range ad {
+		if err := g.diffTrees(h, bd[n], prefix+n+"/", out); err != nil {
+			return err
+		}
+	}
+	for n, h := range bd {
+		if _, ok := ad[n]; !ok {
+			if err := g.diffTrees(plumbing.ZeroHash, h, prefix+n+"/", out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // logFormat is a parsed --format.
