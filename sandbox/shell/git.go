@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -827,11 +828,19 @@ func (m *memReadFS) OpenFile(name string, flag int, perm os.FileMode) (billy.Fil
 	if flag&(O_WRONLY|O_RDWR|O_CREATE|O_TRUNC|O_APPEND) == 0 {
 		p := path.Join(m.Root(), name)
 		if a, err := m.fs.Stat(p); err == nil && !a.IsDir() && a.Size <= memReadMax {
+			if a.Size > pagedMin {
+				f, err := m.fs.Open(p, O_RDONLY, 0)
+				if err != nil {
+					return nil, err
+				}
+				pr := &pagedReader{f: f, size: int64(a.Size), pages: map[int64][]byte{}}
+				return &gitMemFile{name: name, gitReader: io.NewSectionReader(pr, 0, pr.size), closer: f}, nil
+			}
 			data, err := m.fs.ReadFile(p)
 			if err != nil {
 				return nil, err
 			}
-			return &gitMemFile{name: name, Reader: bytes.NewReader(data)}, nil
+			return &gitMemFile{name: name, gitReader: bytes.NewReader(data)}, nil
 		}
 	}
 	return m.Billy.OpenFile(name, flag, perm)
@@ -845,10 +854,52 @@ func (m *memReadFS) Chroot(p string) (billy.Filesystem, error) {
 	return &memReadFS{Billy: sub.(*wsfs.Billy), fs: m.fs}, nil
 }
 
-// gitMemFile is a file read into memory.
+// gitMemFile is a file read into memory, or read through pages.
 type gitMemFile struct {
 	name string
-	*bytes.Reader
+	gitReader
+	closer io.Closer
+}
+
+type gitReader interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+}
+
+// pagedMin: files larger than this (packs) are read in pages on demand
+// rather than whole.
+const pagedMin = 1 << 20
+
+// pagedReader reads a file of the store in 256 KiB pages, each read once.
+type pagedReader struct {
+	f     *wsfs.File
+	size  int64
+	pages map[int64][]byte
+}
+
+const pageSize = 256 << 10
+
+func (r *pagedReader) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		if off >= r.size {
+			return n, io.EOF
+		}
+		base := off / pageSize * pageSize
+		pg, ok := r.pages[base]
+		if !ok {
+			pg = make([]byte, min(pageSize, r.size-base))
+			if _, err := r.f.ReadAt(pg, base); err != nil && err != io.EOF {
+				return n, err
+			}
+			r.pages[base] = pg
+		}
+		c := copy(p[n:], pg[off-base:])
+		n += c
+		off += int64(c)
+	}
+	return n, nil
 }
 
 func (f *gitMemFile) Name() string              { return f.name }

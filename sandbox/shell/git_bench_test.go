@@ -35,7 +35,7 @@ func BenchmarkGit(b *testing.B) {
 		{"show-stat", "git show --stat"},
 	}
 	run := func(script string) (fast, cli float64) {
-		const runs = 7
+		const runs = 15
 		var f, g []float64
 		for r := 0; r < runs; r++ {
 			var out bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -1086,7 +1087,7 @@ func (t *memTree) computeHash() {
 	sort.Slice(ents, func(i, j int) bool { return ents[i].key < ents[j].key })
 	var buf []byte
 	for _, e := range ents {
-		buf = append(buf, strings.TrimLeft(fmt.Sprintf("%o", uint32(e.mode)), "0")...)
+		buf = strconv.AppendUint(buf, uint64(e.mode), 8)
 		buf = append(buf, ' ')
 		buf = append(buf, e.name...)
 		buf = append(buf, 0)
