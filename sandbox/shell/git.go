@@ -370,6 +370,8 @@ func cmdGit(c *cmd) int {
 		case "-c":
 			k, v, _ := strings.Cut(val, "=")
 			g.cfgs[strings.ToLower(k)] = v
+		default:
+			g.cfgs[opt] = "true"
 		}
 	})
 	if err == nil && i >= len(c.args) {
@@ -398,6 +400,13 @@ func cmdGit(c *cmd) int {
 			return code
 		}
 		defer g.st.Close()
+		if !gitReadOnly[g.sub] {
+			for _, f := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "BISECT_LOG"} {
+				if _, err := g.wfs.Lstat(g.file(".git/" + f)); err == nil {
+					return g.usage("a merge, rebase, cherry-pick, revert or bisect is in progress")
+				}
+			}
+		}
 	}
 	return s.run(g)
 }
@@ -408,6 +417,10 @@ func orNotDir(err error) error {
 	}
 	return err
 }
+
+// gitReadOnly are the subcommands that read history only, the same during
+// a merge or rebase.
+var gitReadOnly = map[string]bool{"log": true, "show": true, "rev-parse": true, "blame": true}
 
 // gitKnown are real git subcommands that the fast path does not run.
 var gitKnown = map[string]bool{
@@ -616,6 +629,11 @@ func (g *gitCmd) readIndex() (*index.Index, error) {
 	}
 	if a, err := g.wfs.Lstat(p); err == nil {
 		idx.ModTime = time.Unix(0, a.Mtime)
+	}
+	for _, e := range idx.Entries {
+		if e.Stage != 0 {
+			return nil, errors.New("the index has unmerged paths; resolve them in the sandbox")
+		}
 	}
 	return idx, nil
 }

@@ -72,6 +72,13 @@ func TestGitEdgeCases(t *testing.T) {
 		`git grep -q TODO && echo yes; git grep nosuchthing; echo $?`,
 		`echo 'TODO new' >> main.go && git grep -n TODO && git grep --cached -n TODO`,
 		`git grep -e TODO -e ERROR -i -n`,
+		`mkdir -p a/very/long/directory/name/that/goes/on/and/on/for/a/while && echo x > a/very/long/directory/name/that/goes/on/and/on/for/a/while/file-with-a-long-name.txt && seq 1 300 > main.go && git add -A && git diff --cached --stat && git commit -q -m long && git show --stat --format=%s`,
+		`printf 'line\r\nother\r\n' > crlf.txt && git add crlf.txt && printf 'line\r\nchanged\r\n' > crlf.txt && git diff`,
+		`printf '\xc3\xa9t\xc3\xa9\n' > "$(printf 'caf\xc3\xa9.txt')" && git status -s && git status && git add -A && git diff --cached --stat`,
+		`git status --no-renames -s; git mv README.md R.md; git status --no-renames -s`,
+		`git log --oneline -1 -- nosuch/ 2>&1; git log --oneline HEAD~1..HEAD`,
+		`git diff HEAD~1..HEAD --stat; git diff ..HEAD~1 --name-only`,
+		`git --no-pager log -n1 --oneline; git -C docs status -s; git -c user.name=X -c user.email=x@y commit -q --allow-empty -m x; git log -1 --format='%an %ae'`,
 	} {
 		p := newGitPair(t, origin)
 		p.same(t, s)

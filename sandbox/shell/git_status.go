@@ -152,6 +152,8 @@ type worktree struct {
 	// files: the work tree's version of every index entry that changed
 	// (absent: unchanged); a zero hash means deleted.
 	files map[string]treeFile
+	// refreshed counts unchanged entries whose stat data was renewed.
+	refreshed int
 }
 
 // modeOf is the git mode of a file of the store.
@@ -230,6 +232,9 @@ func (g *gitCmd) scanWorktree(idx *index.Index, specs []string) (*worktree, erro
 		}
 		if h != e.Hash || mode != e.Mode {
 			w.files[e.Name] = treeFile{h, mode}
+		} else if !mt.Before(idx.ModTime) || !mt.Equal(e.ModifiedAt) || uint32(a.Size) != e.Size {
+			statEntry(e, a) // unchanged: new stat data for the next time
+			w.refreshed++
 		}
 	}
 	return w, nil
@@ -516,6 +521,11 @@ func (g *gitCmd) collectStatus(specs []string, untrackedMode string, renames boo
 		return nil, err
 	}
 	st.unstaged = w.changes(ixf)
+	if w.refreshed > 0 && g.cfgs["--no-optional-locks"] == "" {
+		// as git status does: write the renewed stat data back, if the
+		// index is not locked, so the next status need not hash again
+		g.writeIndex(idx)
+	}
 	st.noUntracked = untrackedMode == "no"
 	if untrackedMode != "no" {
 		if st.untracked, err = g.untracked(idx, specs, untrackedMode == "all"); err != nil {
