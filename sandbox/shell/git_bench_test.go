@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,17 +35,23 @@ func BenchmarkGit(b *testing.B) {
 		{"log-oneline-20", "git log --oneline -n 20"},
 		{"show-stat", "git show --stat"},
 	}
-	run := func(script string) (fast, cli float64) {
+	cpu := func() float64 {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	run := func(script string) (fast, cli, fastCPU, cliCPU float64) {
 		const runs = 15
-		var f, g []float64
+		var f, g, fc, gc []float64
 		for r := 0; r < runs; r++ {
 			var out bytes.Buffer
-			start := time.Now()
+			start, c0 := time.Now(), cpu()
 			res, err := p.s.Exec(context.Background(), script, ExecOptions{Cwd: "/workspace/repo", Stdout: &out, Stderr: &out})
 			if err != nil || res.ExitCode != 0 {
 				b.Fatalf("%s: %v %d %s", script, err, res.ExitCode, out.String())
 			}
 			f = append(f, time.Since(start).Seconds())
+			fc = append(fc, cpu()-c0)
 
 			args := append([]string{"-C", copyDir}, splitWords(script)[1:]...)
 			cmd := exec.Command("git", args...)
@@ -55,8 +62,9 @@ func BenchmarkGit(b *testing.B) {
 				b.Fatalf("git %v: %v", args, err)
 			}
 			g = append(g, time.Since(start).Seconds())
+			gc = append(gc, (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 		}
-		return median(f), median(g)
+		return median(f), median(g), median(fc), median(gc)
 	}
 	for i := 0; i < b.N; i++ {
 		for _, dirty := range []bool{false, true} {
@@ -69,7 +77,7 @@ func BenchmarkGit(b *testing.B) {
 				}
 			}
 			for _, c := range cmds {
-				fm, cm := run(c.script)
+				fm, cm, fcpu, ccpu := run(c.script)
 				name := c.name
 				if dirty {
 					name += "-dirty"
@@ -77,7 +85,9 @@ func BenchmarkGit(b *testing.B) {
 				b.ReportMetric(fm*1e6, name+"-fast-µs")
 				b.ReportMetric(cm*1e6, name+"-cli-µs")
 				b.ReportMetric(cm/fm, name+"-cli/fast")
-				b.Logf("%-22s fast path %8.0f µs   git CLI %8.0f µs   CLI/fast %.2fx", name, fm*1e6, cm*1e6, cm/fm)
+				b.ReportMetric(ccpu/fcpu, name+"-cpu-cli/fast")
+				b.Logf("%-20s wall: fast path %6.0f µs, git CLI %6.0f µs, CLI/fast %.2fx; CPU: fast path %6.0f µs, git CLI %6.0f µs, CLI/fast %.2fx",
+					name, fm*1e6, cm*1e6, cm/fm, fcpu*1e6, ccpu*1e6, ccpu/fcpu)
 			}
 		}
 	}
