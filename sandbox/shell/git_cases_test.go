@@ -79,6 +79,11 @@ func TestGitEdgeCases(t *testing.T) {
 		`git log --oneline -1 -- nosuch/ 2>&1; git log --oneline HEAD~1..HEAD`,
 		`git diff HEAD~1..HEAD --stat; git diff ..HEAD~1 --name-only`,
 		`git --no-pager log -n1 --oneline; git -C docs status -s; git -c user.name=X -c user.email=x@y commit -q --allow-empty -m x; git log -1 --format='%an %ae'`,
+		"echo x >> README.md && echo y >> docs/guide.md && git checkout . && git status -s",
+		"echo x >> README.md && cd docs && echo y >> guide.md && git restore . && git status -s",
+		"echo x >> README.md && git add . && git reset -- . && git status -s; git reset -q HEAD README.md; git status -s",
+		"git diff --staged; echo x >> go.mod; git add -u; git diff --staged --stat",
+		"git add -v docs/notes.txt new 2>&1; echo x > new; git add -v new docs; git status -s",
 	} {
 		p := newGitPair(t, origin)
 		p.same(t, s)

@@ -341,6 +341,11 @@ func TestGitUnsupportedAtRunTime(t *testing.T) {
 			t.Errorf("%s: status %d, out %q, err %q", script, code, out, errs)
 		}
 	}
+	// a commit hook runs only in the sandbox
+	if out, errs, code := fastGit(t, p.s, "mkdir -p .git/hooks && printf '#!/bin/sh\\nexit 1\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && git commit --allow-empty -m x"); code != 129 || out != "" || !strings.Contains(errs, "pre-commit hook") {
+		t.Errorf("commit with a hook: status %d, out %q, err %q", code, out, errs)
+	}
+	fastGit(t, p.s, "rm .git/hooks/pre-commit")
 	// during a merge, status and writes are the sandbox's; log is not
 	if out, errs, code := fastGit(t, p.s, "touch .git/MERGE_HEAD; git status"); code != 129 || out != "" {
 		t.Errorf("status during a merge: status %d, out %q, err %q", code, out, errs)

@@ -500,6 +500,13 @@ func cleanMessage(m string) string {
 
 func gitCommit(g *gitCmd) int {
 	a := g.a
+	for _, h := range []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"} {
+		if at, err := g.wfs.Stat(g.file(".git/hooks/" + h)); err == nil && at.Mode&0o111 != 0 {
+			if !a.has("--no-verify") || h == "prepare-commit-msg" || h == "post-commit" {
+				return g.usage("the repository has a " + h + " hook, which only the sandbox can run")
+			}
+		}
+	}
 	head, branch, err := g.head()
 	if err != nil {
 		return g.fatal("%v", err)
