@@ -210,7 +210,13 @@ func gitGlobal(argv []string, each func(opt, val string)) (int, error) {
 }
 
 // gitConfigOK lists the -c settings the fast path honours.
-var gitConfigOK = map[string]bool{"user.name": true, "user.email": true, "color.ui": true, "core.pager": true, "advice.detachedhead": true, "core.quotepath": true}
+var gitConfigOK = map[string]bool{"user.name": true, "user.email": true, "core.pager": true, "advice.detachedhead": true}
+
+// gitConfigValueOK lists settings honoured with some values only.
+var gitConfigValueOK = map[string]map[string]bool{
+	"color.ui": {"never": true, "false": true, "auto": true}, "color.diff": {"never": true, "false": true, "auto": true},
+	"color.status": {"never": true, "false": true, "auto": true}, "core.quotepath": {"true": true, "on": true, "1": true},
+}
 
 // gitUnsupported explains why the fast path will not run a git command
 // line, or returns "" if it will.
@@ -218,8 +224,9 @@ func gitUnsupported(argv []string) string {
 	var why string
 	i, err := gitGlobal(argv, func(opt, val string) {
 		if opt == "-c" {
-			k, _, _ := strings.Cut(val, "=")
-			if !gitConfigOK[strings.ToLower(k)] && why == "" {
+			k, v, _ := strings.Cut(val, "=")
+			k = strings.ToLower(k)
+			if !gitConfigOK[k] && !gitConfigValueOK[k][strings.ToLower(v)] && why == "" {
 				why = fmt.Sprintf("git -c %s is not supported on the fast path", k)
 			}
 		}

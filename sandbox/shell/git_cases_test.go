@@ -84,6 +84,9 @@ func TestGitEdgeCases(t *testing.T) {
 		"echo x >> README.md && git add . && git reset -- . && git status -s; git reset -q HEAD README.md; git status -s",
 		"git diff --staged; echo x >> go.mod; git add -u; git diff --staged --stat",
 		"git add -v docs/notes.txt new 2>&1; echo x > new; git add -v new docs; git status -s",
+		"git log --graph --oneline; git log --graph --format='%h %an %s' -3",
+		"git checkout -q -b tmp && git checkout - && git branch --show-current && git switch - && git branch --show-current",
+		"git checkout -q HEAD~2 && git checkout -q main && git switch --detach - ; git status | head -1",
 	} {
 		p := newGitPair(t, origin)
 		p.same(t, s)

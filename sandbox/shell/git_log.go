@@ -15,7 +15,7 @@ import (
 
 func init() {
 	logFlags := append([]string{"--oneline", "--max-count=|-n", "--reverse", "--format=|--pretty=", "--no-decorate",
-		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--author="}, diffFlagSpecs...)
+		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--author=", "--graph"}, diffFlagSpecs...)
 	gitSubs["log"] = &gitSub{run: gitLog, flags: flags(logFlags...), numeric: true}
 	gitChecks["log"] = checkLogOpts
 	gitSubs["show"] = &gitSub{run: gitShow, flags: flags(append([]string{"--oneline", "--format=|--pretty=", "--no-decorate", "--abbrev-commit", "--quiet"}, diffFlagSpecs...)...)}
@@ -31,6 +31,14 @@ func checkLogOpts(a *gitArgs) string {
 	if a.has("--format") {
 		if _, err := parseFormat(a.val("--format")); err != nil {
 			return err.Error()
+		}
+	}
+	if a.has("--graph") {
+		if !a.has("--oneline") && !a.has("--format") || len(diffFormats(a, "")) > 0 {
+			return "--graph is supported with --oneline or --format only"
+		}
+		if f := a.val("--format"); strings.Contains(f, "%n") || strings.Contains(f, "%b") || strings.Contains(f, "%B") || strings.HasPrefix(f, "format:") || f == "medium" || f == "full" || f == "short" {
+			return "--graph with a format of several lines is not supported"
 		}
 	}
 	if a.has("--max-count") && !isDigits(strings.TrimPrefix(a.val("--max-count"), "-")) {
@@ -378,10 +386,14 @@ type logPrinter struct {
 	specs   []string
 	n       int
 	abbrev  bool
+	graph   bool // a linear --graph: "* " before each line
 }
 
 func (lp *logPrinter) header(c *object.Commit) {
 	g, o := lp.g, lp.g.out
+	if lp.graph {
+		o.WriteString("* ")
+	}
 	if lp.lf.format != "" {
 		if lp.lf.sep && lp.n > 0 {
 			o.WriteString("\n")
@@ -575,6 +587,14 @@ func gitLog(g *gitCmd) int {
 		for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
 			list[i], list[j] = list[j], list[i]
 		}
+	}
+	if a.has("--graph") {
+		for _, c := range list {
+			if c.NumParents() > 1 {
+				return g.usage("--graph of a history with merges is not supported")
+			}
+		}
+		lp.graph = true
 	}
 	for _, c := range list {
 		var cs []change

@@ -388,6 +388,10 @@ func TestGitCanRun(t *testing.T) {
 		{"git $SUB", false},
 		{"git log $OPTS", false},
 		{"git -c core.editor=vim commit -m x", false},
+		{"git -c color.ui=always diff", false},
+		{"git -c color.ui=never diff", true},
+		{"git log --graph --oneline", true},
+		{"git log --graph -p", false},
 		{"git", false},
 		{"ls | xargs git rm", true},
 	} {

@@ -1263,6 +1263,18 @@ func gitSwitch(g *gitCmd) int {
 		return g.fatal("missing branch or commit argument")
 	}
 	name := a.args[0]
+	if name == "-" {
+		if name = g.previousCheckout(); name == "" {
+			return g.fatal("invalid reference: @{-1}")
+		}
+		if !g.branchExists(name) {
+			c, err := g.resolveCommit(name)
+			if err != nil {
+				return g.fatal("invalid reference: @{-1}")
+			}
+			return g.switchTo(c, "", false, a.has("--force"), from)
+		}
+	}
 	if a.has("--detach") {
 		c, err := g.resolveCommit(name)
 		if err != nil {
@@ -1354,6 +1366,13 @@ func gitCheckout(g *gitCmd) int {
 	// checkout [<tree-ish>] -- <paths>, checkout <paths>, checkout <branch>
 	before := a.args[:argsBeforeDash(a)]
 	paths := a.args[argsBeforeDash(a):]
+	if !a.dash && len(before) == 1 && before[0] == "-" {
+		prev := g.previousCheckout()
+		if prev == "" {
+			return g.fatal("invalid reference: @{-1}")
+		}
+		before = []string{prev}
+	}
 	if !a.dash && len(before) == 1 {
 		name := before[0]
 		if g.branchExists(name) {
@@ -1700,3 +1719,25 @@ hint: 	git branch -m <name>
 var _ = io.EOF
 var _ = bytes.MinRead
 var _ = kv.S_IFREG
+
+// previousCheckout is what "git switch -" goes back to: the branch or
+// commit HEAD was moved from by the last checkout, from HEAD's reflog.
+func (g *gitCmd) previousCheckout() string {
+	data, err := g.wfs.ReadFile(g.file(".git/logs/HEAD"))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		_, msg, ok := strings.Cut(lines[i], "\t")
+		if !ok {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(msg, "checkout: moving from "); ok {
+			if from, _, ok := strings.Cut(rest, " to "); ok {
+				return from
+			}
+		}
+	}
+	return ""
+}
