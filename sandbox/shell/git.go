@@ -192,7 +192,7 @@ func gitGlobal(argv []string, each func(opt, val string)) (int, error) {
 	for ; i < len(argv); i++ {
 		w := argv[i]
 		switch {
-		case w == "--no-pager" || w == "-P" || w == "--no-optional-locks" || w == "--literal-pathspecs" && false:
+		case w == "--no-pager" || w == "-P" || w == "--no-optional-locks":
 			each(w, "")
 		case w == "-C" || w == "-c":
 			if i+1 >= len(argv) {

@@ -607,9 +607,6 @@ func gitLog(g *gitCmd) int {
 			return g.fatal("%v", err)
 		}
 	}
-	if lp.lf.sep && lp.n > 0 && false {
-		g.out.WriteString("\n")
-	}
 	return 0
 }
 

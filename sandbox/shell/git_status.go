@@ -222,7 +222,6 @@ func (g *gitCmd) scanWorktree(idx *index.Index, specs []string) (*worktree, erro
 			continue
 		}
 		if mode == e.Mode && uint32(a.Size) != e.Size {
-			w.files[e.Name] = treeFile{plumbing.ComputeHash(plumbing.BlobObject, []byte(e.Name)), mode} // changed; hashed on demand
 			w.files[e.Name] = treeFile{hash: needHash, mode: mode}
 			continue
 		}

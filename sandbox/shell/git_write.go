@@ -1,9 +1,7 @@
 package shell
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"path"
 	"sort"
 	"strings"
@@ -14,8 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/computerfs/computerfs/kv"
 )
 
 func init() {
@@ -321,11 +317,7 @@ func gitRm(g *gitCmd) int {
 			wf, changed := w.files[p]
 			localChange := changed && !wf.hash.IsZero()
 			switch {
-			case stagedChange && localChange && !a.has("--cached"):
-				staged = append(staged, p)
-			case stagedChange && localChange:
-				staged = append(staged, p)
-			case stagedChange && !a.has("--cached"):
+			case stagedChange && (localChange || !a.has("--cached")):
 				staged = append(staged, p)
 			case localChange && !a.has("--cached"):
 				local = append(local, p)
@@ -570,14 +562,11 @@ func gitCommit(g *gitCmd) int {
 	}
 	ixf := indexFiles(idx)
 	cs := g.detectRenames(compareFiles(pf, ixf))
-	if len(cs) == 0 && !a.has("--allow-empty") && !a.has("--amend") && !(head == nil && false) {
+	if len(cs) == 0 && !a.has("--allow-empty") && !a.has("--amend") {
+		// nothing to commit: git prints the status
 		st, err := g.collectStatus(nil, "normal", true)
 		if err != nil {
 			return g.fatal("%v", err)
-		}
-		if head == nil && len(st.untracked) == 0 && len(st.unstaged) == 0 {
-			g.statusLong(st)
-			return 1
 		}
 		g.statusLong(st)
 		return 1
@@ -1024,13 +1013,10 @@ func gitRestore(g *gitCmd) int {
 			}
 		}
 	}
-	if source == "" {
+	if source == "" { // renewed stat data
 		if err := g.writeIndex(idx); err != nil {
 			return g.fatal("%v", err)
 		}
-	} else {
-		// files the source lacks but the index has stay (git restore
-		// --source removes them; rare)
 	}
 	return 0
 }
@@ -1715,10 +1701,6 @@ hint: 'development'. The just-created branch can be renamed via this command:
 hint: 
 hint: 	git branch -m <name>
 `
-
-var _ = io.EOF
-var _ = bytes.MinRead
-var _ = kv.S_IFREG
 
 // previousCheckout is what "git switch -" goes back to: the branch or
 // commit HEAD was moved from by the last checkout, from HEAD's reflog.
