@@ -304,6 +304,9 @@ type gitCmd struct {
 	wfs    *wsfs.FS
 	st     *filesystem.Storage
 	repo   *git.Repository
+	// shallow holds the boundary commits of a shallow clone (.git/shallow),
+	// whose parents are not in the repository: they count as roots.
+	shallow map[plumbing.Hash]bool
 	// dirs caches directory listings of the work tree for one command
 	// (status reads each directory once for tracked and untracked files).
 	dirs map[string]map[string]kv.Dirent
@@ -711,7 +714,7 @@ func (g *gitCmd) head() (*object.Commit, string, error) {
 		}
 		h = r.Hash()
 	}
-	c, err := g.repo.CommitObject(h)
+	c, err := g.commitObject(h)
 	if err != nil {
 		return nil, "", err
 	}
@@ -933,3 +936,24 @@ func (f *gitMemFile) Close() error              { return nil }
 func (f *gitMemFile) Lock() error               { return nil }
 func (f *gitMemFile) Unlock() error             { return nil }
 func (f *gitMemFile) Truncate(int64) error      { return syscall.EBADF }
+
+// commitObject reads a commit; a shallow clone's boundary commit has no
+// parents, as git shows it.
+func (g *gitCmd) commitObject(h plumbing.Hash) (*object.Commit, error) {
+	c, err := g.repo.CommitObject(h)
+	if err != nil {
+		return nil, err
+	}
+	if g.shallow == nil {
+		g.shallow = map[plumbing.Hash]bool{}
+		if data, err := g.wfs.ReadFile(g.file(".git/shallow")); err == nil {
+			for _, l := range strings.Fields(string(data)) {
+				g.shallow[plumbing.NewHash(l)] = true
+			}
+		}
+	}
+	if g.shallow[h] {
+		c.ParentHashes = nil
+	}
+	return c, nil
+}

@@ -239,7 +239,7 @@ func gitBlame(g *gitCmd) int {
 		}
 		authorW = max(authorW, len(who))
 		if _, ok := boundary[l.Hash.String()]; !ok {
-			bc, err := g.repo.CommitObject(l.Hash)
+			bc, err := g.commitObject(l.Hash)
 			boundary[l.Hash.String()] = err == nil && bc.NumParents() == 0
 		}
 	}
@@ -250,7 +250,7 @@ func gitBlame(g *gitCmd) int {
 		if boundary[l.Hash.String()] {
 			h = "^" + l.Hash.String()[:7]
 		}
-		bc, _ := g.repo.CommitObject(l.Hash)
+		bc, _ := g.commitObject(l.Hash)
 		when := l.Date
 		if bc != nil {
 			when = bc.Author.When

@@ -82,7 +82,7 @@ func (g *gitCmd) resolveCommit(rev string) (*object.Commit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.repo.CommitObject(h)
+	return g.commitObject(h)
 }
 
 // commitQueue orders commits newest first (by committer date), as git
@@ -142,7 +142,7 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 				continue
 			}
 			seen[p] = true
-			pc, err := g.repo.CommitObject(p)
+			pc, err := g.commitObject(p)
 			if err != nil {
 				return err
 			}
@@ -184,7 +184,7 @@ func (g *gitCmd) commitChanges(c *object.Commit, specs []string, renames bool) (
 
 // treeOf returns a commit's tree hash.
 func (g *gitCmd) treeOf(h plumbing.Hash) (plumbing.Hash, error) {
-	c, err := g.repo.CommitObject(h)
+	c, err := g.commitObject(h)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -536,7 +536,7 @@ func gitLog(g *gitCmd) int {
 		if err == nil {
 			refs.ForEach(func(r *plumbing.Reference) error {
 				if r.Type() == plumbing.HashReference {
-					if c, err := g.repo.CommitObject(r.Hash()); err == nil {
+					if c, err := g.commitObject(r.Hash()); err == nil {
 						include = append(include, c)
 					}
 				}
@@ -662,7 +662,7 @@ func gitShow(g *gitCmd) int {
 		if err != nil {
 			return g.badRev(r, err)
 		}
-		c, err := g.repo.CommitObject(h)
+		c, err := g.commitObject(h)
 		if err != nil {
 			return g.usage("showing objects other than commits and files is not supported")
 		}

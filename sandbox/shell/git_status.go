@@ -569,7 +569,7 @@ func (g *gitCmd) upstream(branch string) (name string, c *object.Commit, gone bo
 	if err != nil {
 		return name, nil, true
 	}
-	c, err = g.repo.CommitObject(r.Hash())
+	c, err = g.commitObject(r.Hash())
 	if err != nil {
 		return name, nil, true
 	}
@@ -599,7 +599,7 @@ func (g *gitCmd) aheadBehind(a, b *object.Commit) (int, int, error) {
 				continue
 			}
 			flags[p] |= f
-			pc, err := g.repo.CommitObject(p)
+			pc, err := g.commitObject(p)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -631,7 +631,7 @@ func (g *gitCmd) reachable(c *object.Commit) (map[plumbing.Hash]bool, error) {
 			continue
 		}
 		seen[h] = true
-		cm, err := g.repo.CommitObject(h)
+		cm, err := g.commitObject(h)
 		if err != nil {
 			return nil, err
 		}

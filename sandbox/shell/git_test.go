@@ -496,3 +496,35 @@ func FuzzGitCommandLine(f *testing.F) {
 		}
 	})
 }
+
+// TestGitShallow: a checkout imported with depth 2 reads as a shallow
+// clone does with the git CLI (the boundary commit is a root).
+func TestGitShallow(t *testing.T) {
+	origin := buildGitOrigin(t)
+	st, err := kv.Open(t.TempDir()+"/store", kv.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	im := &sources.Importer{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Spec: &spec.Spec{Sources: []spec.Source{{Path: "/repo", Git: &spec.Git{URL: origin, Depth: 2}}}}}
+	if err := im.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.MkdirTemp("/dev/shm", "gitshallow-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Mkdir(base+"/w", 0o755)
+	os.Mkdir(base+"/t", 0o1777)
+	gittest.Git(t, base+"/w", "clone", "-q", "--depth", "2", "--no-local", "--", origin, "repo")
+	p := &gitPair{s: New(wsfs.New(st, wsfs.Owner{}), Options{}), base: base}
+	if out := p.same(t, "git log --oneline"); strings.Count(out, "\n") != 2 {
+		t.Fatalf("a clone of depth 2 shows\n%s", out)
+	}
+	for _, script := range []string{"git log --oneline", "git log --stat", "git log -p -1 HEAD~1 | head -20", "git status -sb",
+		"echo x >> README.md && git commit -qam more && git log --oneline && git status -sb"} {
+		p.same(t, script)
+	}
+}

@@ -545,13 +545,16 @@ func gitCommit(g *gitCmd) int {
 		if head == nil {
 			return g.fatal("You have nothing to amend.")
 		}
-		parents = head.ParentHashes
-		if len(parents) > 0 {
-			if parent, err = g.repo.CommitObject(parents[0]); err != nil {
+		raw, err := g.repo.CommitObject(head.Hash) // its real parents, shallow or not
+		if err != nil {
+			return g.fatal("%v", err)
+		}
+		parents = raw.ParentHashes
+		parent = nil
+		if len(head.ParentHashes) > 0 {
+			if parent, err = g.commitObject(head.ParentHashes[0]); err != nil {
 				return g.fatal("%v", err)
 			}
-		} else {
-			parent = nil
 		}
 	} else if head != nil {
 		parents = []plumbing.Hash{head.Hash}
@@ -1297,7 +1300,7 @@ func (g *gitCmd) remoteBranch(name string) (*object.Commit, bool) {
 		if err != nil {
 			continue
 		}
-		if cc, err := g.repo.CommitObject(ref.Hash()); err == nil {
+		if cc, err := g.commitObject(ref.Hash()); err == nil {
 			c = cc
 			found++
 		}
@@ -1473,7 +1476,7 @@ func gitBranch(g *gitCmd) int {
 				return 1
 			}
 			if !a.has("-D") && !(a.has("--force")) {
-				c, err := g.repo.CommitObject(r.Hash())
+				c, err := g.commitObject(r.Hash())
 				if err == nil && head != nil {
 					reach, err := g.reachable(head)
 					if err == nil && !reach[c.Hash] {
@@ -1618,7 +1621,7 @@ func gitBranch(g *gitCmd) int {
 		}
 		if a.has("--verbose") {
 			subj := ""
-			if c, err := g.repo.CommitObject(r.hash); err == nil {
+			if c, err := g.commitObject(r.hash); err == nil {
 				subj = subjectOf(c)
 			}
 			fmt.Fprintf(g.out, "%s%-*s %s %s\n", mark, width, r.shown, g.abbrev(r.hash), subj)
