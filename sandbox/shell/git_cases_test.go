@@ -87,6 +87,10 @@ func TestGitEdgeCases(t *testing.T) {
 		"git log --graph --oneline; git log --graph --format='%h %an %s' -3",
 		"git checkout -q -b tmp && git checkout - && git branch --show-current && git switch - && git branch --show-current",
 		"git checkout -q HEAD~2 && git checkout -q main && git switch --detach - ; git status | head -1",
+		"git remote; git remote -v",
+		"git tag; git tag v1 && git tag v0.9 HEAD~1 && git tag && git tag -l 'v1*' && git log --oneline -1 v0.9 && git tag v1; echo $?; git tag -d v1",
+		"git config user.name; echo $?; git config user.name 'Ann Other' && git config user.email ann@example.com && git config user.name && git config --get user.email && git config core.bare && git config remote.origin.fetch",
+		"git config user.name 'Ann Other' && git config user.email ann@example.com && unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL; git commit -q --allow-empty -m c && git log -1 --format='%an <%ae> %cn'",
 	} {
 		p := newGitPair(t, origin)
 		p.same(t, s)
