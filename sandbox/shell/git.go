@@ -267,9 +267,25 @@ var gitChecks = map[string]func(a *gitArgs) string{}
 // cannot be flags (after "--") may be computed.
 func gitCanRun(args []string, lits []bool) (bool, string) {
 	words := append([]string(nil), args...)
+	var sub *gitSub
+	for i := 1; i < len(words) && i < len(lits) && lits[i]; i++ {
+		if words[i] == "-C" || words[i] == "-c" {
+			i++
+			continue
+		}
+		if !strings.HasPrefix(words[i], "-") {
+			sub = gitSubs[words[i]]
+			break
+		}
+	}
 	for i := range words {
 		if i < len(lits) && !lits[i] {
 			if sawDashDash(args[:i], lits) {
+				words[i] = "computed"
+				continue
+			}
+			// the value of a flag (git commit -m "$MSG") is data
+			if i > 0 && lits[i-1] && sub != nil && takesValue(sub, words[i-1]) {
 				words[i] = "computed"
 				continue
 			}
@@ -280,6 +296,28 @@ func gitCanRun(args []string, lits []bool) (bool, string) {
 		return false, why
 	}
 	return true, ""
+}
+
+// takesValue reports whether the flag w is followed by its value: -m,
+// --message, or a cluster of short flags ending in one (-am).
+func takesValue(s *gitSub, w string) bool {
+	if strings.HasPrefix(w, "--") {
+		d, ok := s.flags[w]
+		return ok && d.kind == fValue
+	}
+	if !strings.HasPrefix(w, "-") || len(w) < 2 {
+		return false
+	}
+	for j := 1; j < len(w); j++ {
+		d, ok := s.flags["-"+w[j:j+1]]
+		if !ok {
+			return false
+		}
+		if d.kind != fBool {
+			return j == len(w)-1 && d.kind == fValue
+		}
+	}
+	return false
 }
 
 func sawDashDash(args []string, lits []bool) bool {

@@ -391,6 +391,12 @@ func TestGitCanRun(t *testing.T) {
 		{"git log --format='%ar'", false},
 		{"git $SUB", false},
 		{"git log $OPTS", false},
+		{`git commit -m "fix: $WHAT"`, true},
+		{`git commit -am "$(cat msg)"`, true},
+		{`git checkout -b "$BRANCH"`, true},
+		{`git log -n "$N" --oneline`, false}, // checked as a number, so it must be literal
+		{`git commit "$F" -m x`, false},
+		{`git -C "$DIR" status`, false},
 		{"git -c core.editor=vim commit -m x", false},
 		{"git -c color.ui=always diff", false},
 		{"git -c color.ui=never diff", true},
