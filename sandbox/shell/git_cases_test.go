@@ -92,6 +92,7 @@ func TestGitEdgeCases(t *testing.T) {
 		"git config user.name; echo $?; git config user.name 'Ann Other' && git config user.email ann@example.com && git config user.name && git config --get user.email && git config core.bare && git config remote.origin.fetch",
 		"git config user.name 'Ann Other' && git config user.email ann@example.com && unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL; git commit -q --allow-empty -m c && git log -1 --format='%an <%ae> %cn'",
 		`MSG='fix: things'; B=topic2; git checkout -q -b "$B" && git commit -q --allow-empty -m "$MSG" && git log -1 --format=%s && git branch --show-current`,
+		"git stash list; echo $?",
 	} {
 		p := newGitPair(t, origin)
 		p.same(t, s)

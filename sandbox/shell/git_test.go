@@ -288,6 +288,10 @@ func TestGitImportedDirRepo(t *testing.T) {
 	origin := buildGitOrigin(t)
 	gittest.Git(t, origin, "checkout", "-q", "feature")
 	gittest.Commit(t, origin, map[string]string{"NEW.md": "new\n"}, "Made by the CLI")
+	gittest.WriteFiles(t, origin, map[string]string{"NEW.md": "stashed\n"})
+	gittest.Git(t, origin, "stash", "-q")
+	gittest.WriteFiles(t, origin, map[string]string{"go.mod": "stashed again\n"})
+	gittest.Git(t, origin, "stash", "-q")
 	st, err := kv.Open(t.TempDir()+"/store", kv.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +303,7 @@ func TestGitImportedDirRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(wsfs.New(st, wsfs.Owner{}), Options{})
-	for _, script := range []string{"git status", "git log --oneline", "git show --stat", "git branch"} {
+	for _, script := range []string{"git status", "git log --oneline", "git show --stat", "git branch", "git stash list"} {
 		got, gerr, code := fastGit(t, s, script)
 		cmd := exec.Command("bash", "-c", script)
 		cmd.Dir = origin
@@ -308,6 +312,9 @@ func TestGitImportedDirRepo(t *testing.T) {
 		if got != string(want) || code != 0 {
 			t.Errorf("%s: fast path (status %d, %q):\n%s--- git:\n%s", script, code, gerr, got, want)
 		}
+	}
+	if out, _, _ := fastGit(t, s, "git stash list"); !strings.HasPrefix(out, "stash@{0}: WIP on feature: ") || !strings.Contains(out, "\nstash@{1}: ") {
+		t.Errorf("git stash list:\n%s", out)
 	}
 }
 
@@ -379,6 +386,8 @@ func TestGitCanRun(t *testing.T) {
 		{"git pull --rebase", false},
 		{"git rebase -i HEAD~3", false},
 		{"git stash", false},
+		{"git stash pop", false},
+		{"git stash list", true},
 		{"git remote add x y", false},
 		{"git config --global user.name x", false},
 		{"git config user.name x", true},
