@@ -180,6 +180,11 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 			return ""
 		}
 		return checkCommand(words[i:], lits[i:], funcs, rt)
+	case name == "git":
+		if ok, why := gitCanRun(words, lits); !ok {
+			return why
+		}
+		return ""
 	case name == "find":
 		for i := 1; i < len(words); i++ {
 			if words[i] == "-exec" || words[i] == "-execdir" || words[i] == "-ok" {

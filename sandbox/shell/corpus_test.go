@@ -38,9 +38,12 @@ type corpusEntry struct {
 
 // readCorpus reads testdata/corpus.txt: one command per line; a command
 // over several lines (heredocs) sits between lines "<<<" and ">>>";
-// lines starting with "##" are comments.
-func readCorpus(t testing.TB) []corpusEntry {
-	data, err := os.ReadFile("testdata/corpus.txt")
+// lines starting with "##" are comments. testdata/corpus-git.txt, in the
+// same format, is read by TestGitCorpus.
+func readCorpus(t testing.TB) []corpusEntry { return readCorpusFile(t, "testdata/corpus.txt") }
+
+func readCorpusFile(t testing.TB, name string) []corpusEntry {
+	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
