@@ -155,7 +155,10 @@ func (t *S3Target) apply(ctx context.Context, mode Conditional, c *Change) Resul
 	if c.Delete {
 		return t.delete(ctx, mode, c)
 	}
-	if mode == Head {
+	if mode == Head || c.Size > t.partSize() {
+		// A multipart upload asks first even with conditional headers
+		// (which still guard its completion): a replay after a crash
+		// then finds its object there without sending the parts again.
 		cur, err := t.head(ctx, c.Key)
 		if err != nil {
 			return Result{Err: err}
@@ -163,8 +166,10 @@ func (t *S3Target) apply(ctx context.Context, mode Conditional, c *Change) Resul
 		if cur != c.Expect {
 			return t.mismatch(ctx, c, cur)
 		}
-		v, err := t.put(ctx, c, false)
-		return Result{Version: v, Err: err}
+		if mode == Head {
+			v, err := t.put(ctx, c, false)
+			return Result{Version: v, Err: err}
+		}
 	}
 	v, err := t.put(ctx, c, true)
 	if isPrecondition(err) || c.Expect != "" && isCode(err, "NoSuchKey") {

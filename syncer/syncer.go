@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -482,6 +483,9 @@ func (s *Syncer) pass(ctx context.Context, src *source, force bool) SourceReport
 			}
 		}
 	}
+	sort.Strings(rep.Uploaded)
+	sort.Strings(rep.Deleted)
+	sort.Slice(rep.Conflicts, func(i, j int) bool { return rep.Conflicts[i].Path < rep.Conflicts[j].Path })
 	cursor := Advance(src.cursor, last, notDone)
 	did := len(set)+len(del)+len(origins) > 0
 	if did || force || cursor != src.cursor && now.Sub(src.saved) > 10*time.Second {
