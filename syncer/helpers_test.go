@@ -233,3 +233,11 @@ func check(t testing.TB, err error) {
 func (e *env) countPuts() *faultnet.Rule {
 	return e.ft.Add(faultnet.MatchFunc(func(r *http.Request) bool { return r.Method == http.MethodPut }))
 }
+
+// syncTimeout syncs with a deadline per pass.
+func (e *env) syncTimeout(d time.Duration) SourceReport {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	rep := e.sy.Sync(ctx)
+	return rep.Sources[0]
+}

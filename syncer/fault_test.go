@@ -1,0 +1,80 @@
+package syncer
+
+import (
+	"encoding/binary"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/faultnet"
+)
+
+func (e *env) storedCursor() uint64 {
+	v, err := e.st.GetMeta(cursorKey(0))
+	if err != nil {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// A remote that fails (500s, timeouts, refused connections) loses nothing:
+// the cursor stays, the next sync does the work.
+func TestSyncFaults(t *testing.T) {
+	e := newEnv(t, envOpts{mode: Headers, objects: map[string]string{"a": "v1", "b": "v1"}})
+	e.mustSync() // probes the mode, nothing to do
+	before := e.storedCursor()
+	e.write("/s/a", "new a")
+	e.write("/s/c", "new c")
+	check(t, e.fs.Remove("/s/b"))
+	for _, fault := range []*faultnet.Rule{
+		faultnet.MatchFunc(func(*http.Request) bool { return true }).Status(500),
+		faultnet.MatchFunc(func(*http.Request) bool { return true }).Delay(200 * time.Millisecond),
+		faultnet.MatchFunc(func(r *http.Request) bool { return r.Method == http.MethodDelete }).Fail(nil),
+	} {
+		r := e.ft.Add(fault)
+		rep := e.syncTimeout(100 * time.Millisecond)
+		e.ft.Remove(r)
+		if len(rep.Errors) == 0 {
+			t.Fatalf("sync through a fault: %+v", rep)
+		}
+		if c := e.storedCursor(); c != before && len(rep.Uploaded) == 0 {
+			t.Fatalf("cursor moved from %d to %d though nothing was done", before, c)
+		}
+	}
+	// The journal kept growing meanwhile; the next sync does it all.
+	e.write("/s/d", "later")
+	e.mustSync()
+	e.same()
+	if e.storedCursor() != e.st.LastSeq() {
+		t.Fatalf("cursor %d, journal at %d", e.storedCursor(), e.st.LastSeq())
+	}
+}
+
+// The background loop retries a failing remote with growing pauses, and
+// catches up once it answers again.
+func TestSyncBackoff(t *testing.T) {
+	e := newEnv(t, envOpts{mode: Headers, debounce: 20 * time.Millisecond, objects: map[string]string{"a": "v1"}})
+	all := e.ft.Add(faultnet.MatchFunc(func(*http.Request) bool { return true }).Status(503))
+	e.sy.Start()
+	e.write("/s/a", "v2")
+	time.Sleep(1500 * time.Millisecond)
+	n := all.Requests()
+	// The SDK retries each request 4 times; MinBackoff is 10 ms, so with
+	// doubling pauses 1.5 s hold about 8 passes, not a hundred.
+	if n == 0 || n > 60 {
+		t.Fatalf("%d requests in 1.5 s while the remote failed", n)
+	}
+	st := e.sy.Status()[0]
+	if st.Pending != 1 || st.NextRetry == nil || st.Last.OK {
+		t.Fatalf("status while failing: %+v", st)
+	}
+	e.ft.Remove(all)
+	deadline := time.Now().Add(30 * time.Second)
+	for string(e.bucketFiles()["a"]) != "v2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("not synced after the remote came back: %+v", e.sy.Status())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.same()
+}
