@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/syncer"
 	"github.com/computerfs/computerfs/wsfs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -38,6 +40,8 @@ type MountOptions struct {
 	HTTPClient *http.Client
 	// NoJournal keeps no journal: for measuring what the journal costs.
 	NoJournal bool
+	// SyncDebounce, if set, replaces the spec's sync debounce (tests).
+	SyncDebounce time.Duration
 }
 
 // Workspace is a mounted store.
@@ -57,6 +61,9 @@ type Workspace struct {
 	log        *slog.Logger
 	closeOnce  sync.Once
 	closeErr   error
+
+	syncer      *syncer.Syncer
+	syncerReady atomic.Pointer[syncer.Syncer] // for the mount's callbacks
 }
 
 // openStore opens a workspace's store with the options' tuning.
@@ -98,8 +105,9 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if sp != nil {
 		store.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
 	}
+	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
-		Config:  fs.Config{Logger: opts.Logger},
+		Config:  fs.Config{Logger: opts.Logger, Written: w.written},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})
@@ -107,8 +115,12 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
-	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, srv: srv, log: opts.Logger}
+	w.srv = srv
 	w.FS.SetNotifier(fs.NewNotifier(srv))
+	if err := w.startSyncer(opts); err != nil {
+		w.Unmount()
+		return nil, err
+	}
 	if err := w.serveControl(); err != nil {
 		w.Unmount()
 		return nil, err
@@ -129,6 +141,9 @@ func (w *Workspace) Wait() error {
 func (w *Workspace) closeStore() error {
 	w.closeOnce.Do(func() {
 		w.stopControl()
+		if w.syncer != nil {
+			w.syncer.Close()
+		}
 		if w.stopTrim != nil {
 			close(w.stopTrim)
 		}

@@ -249,10 +249,20 @@ func (s *Syncer) run() {
 			return
 		case <-t.C:
 		case <-s.kick:
+			// Gather the closes that follow (a program writing many
+			// files) into one pass.
+			select {
+			case <-time.After(gather):
+			case <-s.stop:
+				return
+			}
 		}
 		s.cycle(ctx)
 	}
 }
+
+// gather is how long a close waits for others to join its pass.
+const gather = 10 * time.Millisecond
 
 // cycle passes over the sources that have work and are not backing off.
 func (s *Syncer) cycle(ctx context.Context) {
