@@ -266,7 +266,7 @@ func (t *S3Target) put(ctx context.Context, c *Change, cond bool) (string, error
 		return t.putParts(ctx, c, ifMatch, ifNone)
 	}
 	out, err := t.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &t.Bucket, Key: &c.Key,
-		Body: io.NewSectionReader(c.Data, 0, c.Size), ContentLength: aws.Int64(c.Size),
+		Body: newSection(c.Data, 0, c.Size), ContentLength: aws.Int64(c.Size),
 		IfMatch: ifMatch, IfNoneMatch: ifNone})
 	if err != nil {
 		return "", t.wrap("put", c, err)
@@ -305,7 +305,7 @@ func (t *S3Target) putParts(ctx context.Context, c *Change, ifMatch, ifNone *str
 			num := int32(i + 1)
 			out, err := t.Client.UploadPart(gctx, &s3.UploadPartInput{Bucket: &t.Bucket, Key: &c.Key,
 				UploadId: up.UploadId, PartNumber: &num, ContentLength: &size,
-				Body: io.NewSectionReader(c.Data, off, size)})
+				Body: newSection(c.Data, off, size)})
 			if err != nil {
 				return err
 			}
@@ -334,7 +334,7 @@ func (t *S3Target) localETag(c *Change) (string, error) {
 	var sums []byte
 	for off := int64(0); off < c.Size || off == 0; off += ps {
 		h := md5.New()
-		if _, err := io.Copy(h, io.NewSectionReader(c.Data, off, min(ps, c.Size-off))); err != nil {
+		if _, err := io.Copy(h, newSection(c.Data, off, min(ps, c.Size-off))); err != nil {
 			return "", err
 		}
 		sums = h.Sum(sums)
@@ -362,4 +362,61 @@ func isPrecondition(err error) bool {
 	}
 	var re interface{ HTTPStatusCode() int }
 	return errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed)
+}
+
+// section reads [off, off+size) of an io.ReaderAt as an io.ReadSeeker,
+// in reads of up to 1 MiB whatever the caller's buffer: the SDK reads
+// bodies in small pieces, and each read of the store costs an iterator.
+type section struct {
+	ra        io.ReaderAt
+	off, size int64
+	pos       int64
+	buf       []byte
+	bufAt     int64 // position of buf[0]
+}
+
+const sectionBuf = 1 << 20
+
+func newSection(ra io.ReaderAt, off, size int64) *section {
+	return &section{ra: ra, off: off, size: size}
+}
+
+func (s *section) Read(p []byte) (int, error) {
+	if s.pos >= s.size {
+		return 0, io.EOF
+	}
+	if s.pos < s.bufAt || s.pos >= s.bufAt+int64(len(s.buf)) {
+		if s.buf == nil {
+			s.buf = make([]byte, min(sectionBuf, s.size))
+		}
+		n := int(min(int64(cap(s.buf)), s.size-s.pos))
+		m, err := s.ra.ReadAt(s.buf[:n], s.off+s.pos)
+		if m < n {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		s.buf, s.bufAt = s.buf[:n], s.pos
+	}
+	n := copy(p, s.buf[s.pos-s.bufAt:])
+	s.pos += int64(n)
+	return n, nil
+}
+
+func (s *section) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += s.pos
+	case io.SeekEnd:
+		offset += s.size
+	default:
+		return 0, errors.New("seek: bad whence")
+	}
+	if offset < 0 {
+		return 0, errors.New("seek: negative position")
+	}
+	s.pos = offset
+	return offset, nil
 }
