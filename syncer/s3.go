@@ -60,6 +60,11 @@ var _ Target = (*S3Target)(nil)
 // DefaultPartSize is the multipart threshold and part size.
 const DefaultPartSize = 16 << 20
 
+// smallObject is the size up to which a put reads the file into memory.
+const smallObject = 1 << 20
+
+var partBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 func (t *S3Target) partSize() int64 {
 	if t.PartSize > 0 {
 		return t.PartSize
@@ -265,8 +270,17 @@ func (t *S3Target) put(ctx context.Context, c *Change, cond bool) (string, error
 	if c.Size > t.partSize() {
 		return t.putParts(ctx, c, ifMatch, ifNone)
 	}
+	var body io.ReadSeeker = newSection(c.Data, 0, c.Size)
+	if c.Size <= smallObject {
+		// Read once: the SDK reads a body twice (hash, then send).
+		b := make([]byte, c.Size)
+		if _, err := c.Data.ReadAt(b, 0); err != nil && !(err == io.EOF && c.Size == 0) {
+			return "", t.wrap("read", c, err)
+		}
+		body = bytes.NewReader(b)
+	}
 	out, err := t.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &t.Bucket, Key: &c.Key,
-		Body: newSection(c.Data, 0, c.Size), ContentLength: aws.Int64(c.Size),
+		Body: body, ContentLength: aws.Int64(c.Size),
 		IfMatch: ifMatch, IfNoneMatch: ifNone})
 	if err != nil {
 		return "", t.wrap("put", c, err)
@@ -303,9 +317,21 @@ func (t *S3Target) putParts(ctx context.Context, c *Change, ifMatch, ifNone *str
 			off := int64(i) * ps
 			size := min(ps, c.Size-off)
 			num := int32(i + 1)
+			// A part is read from the store once into memory (the SDK
+			// reads a body twice: hash, then send): PartParallel parts
+			// of PartSize at most.
+			buf := partBufs.Get().(*[]byte)
+			defer partBufs.Put(buf)
+			if int64(cap(*buf)) < size {
+				*buf = make([]byte, size)
+			}
+			b := (*buf)[:size]
+			if _, err := c.Data.ReadAt(b, off); err != nil {
+				return err
+			}
 			out, err := t.Client.UploadPart(gctx, &s3.UploadPartInput{Bucket: &t.Bucket, Key: &c.Key,
 				UploadId: up.UploadId, PartNumber: &num, ContentLength: &size,
-				Body: newSection(c.Data, off, size)})
+				Body: bytes.NewReader(b)})
 			if err != nil {
 				return err
 			}
