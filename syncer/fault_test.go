@@ -2,7 +2,11 @@ package syncer
 
 import (
 	"encoding/binary"
+	"fmt"
+	"io/fs"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +80,42 @@ func TestSyncBackoff(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	e.same()
+}
+
+// TestSyncServerRestart: the S3 server is killed in the middle of a sync
+// of many files and started again; nothing is lost and the bucket ends up
+// matching the workspace.
+func TestSyncServerRestart(t *testing.T) {
+	e := newEnv(t, envOpts{mode: Headers, objects: map[string]string{"a": "v1"}})
+	for i := range 300 {
+		e.write(fmt.Sprintf("/s/d%d/f%d", i%7, i), strings.Repeat("x", i))
+	}
+	check(t, e.fs.Remove("/s/a"))
+	done := make(chan SourceReport)
+	go func() { done <- e.syncTimeout(time.Minute) }()
+	// Stop the server once some objects are in (its posix backend keeps
+	// them as files).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		n := 0
+		filepath.WalkDir(filepath.Join(e.srv.Root, e.bucket, "p"), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+		if n >= 30 {
+			break
+		}
+	}
+	e.srv.Stop()
+	r := <-done
+	t.Logf("sync through the outage: %d uploaded, %d errors", len(r.Uploaded), len(r.Errors))
+	if len(r.Errors) == 0 || len(r.Uploaded) == 0 {
+		t.Fatal("no errors though the server stopped")
+	}
+	e.write("/s/during", "written while the server was down")
+	e.srv.Restart(t)
+	e.mustSync()
 	e.same()
 }
