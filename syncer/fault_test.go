@@ -119,3 +119,48 @@ func TestSyncServerRestart(t *testing.T) {
 	e.mustSync()
 	e.same()
 }
+
+// TestDebounce: the background loop leaves a path alone until it has had
+// no change for the debounce, unless the file is reported closed (Ready).
+func TestDebounce(t *testing.T) {
+	e := newEnv(t, envOpts{mode: Headers, debounce: 3 * time.Second, objects: map[string]string{"a": "v1"}})
+	e.mustSync() // the mode probe, out of the way
+	e.sy.Start()
+	wait := func(key, want string, within time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for time.Since(start) < within {
+			if e.bucketFiles()[key] == want {
+				return time.Since(start)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("%s is not %q after %v: %+v", key, want, within, e.sy.Status())
+		return 0
+	}
+	// Written in pieces, 100 ms apart: nothing goes up until it rests.
+	start := time.Now()
+	for i := range 5 {
+		e.write("/s/slow", fmt.Sprint("piece ", i))
+		time.Sleep(100 * time.Millisecond)
+		if got, ok := e.bucketFiles()["slow"]; ok {
+			t.Fatalf("uploaded %q while still being written", got)
+		}
+	}
+	wait("slow", "piece 4", 20*time.Second)
+	if d := time.Since(start); d < 3400*time.Millisecond {
+		t.Fatalf("uploaded after %v: the debounce is 3 s after the last of 5 writes 100 ms apart", d)
+	}
+	// Reported closed: at once, while a file written with it but not
+	// reported waits for the debounce.
+	e.write("/s/open", "still open")
+	e.write("/s/closed", "done")
+	a, err := e.fs.Lstat("/s/closed")
+	check(t, err)
+	e.sy.Ready(a.Ino)
+	wait("closed", "done", 20*time.Second)
+	if _, ok := e.bucketFiles()["open"]; ok {
+		t.Fatal("a file not reported closed went up with the closed one, before its debounce")
+	}
+	wait("open", "still open", 20*time.Second)
+}
