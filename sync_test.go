@@ -197,9 +197,12 @@ func TestSyncCrash(t *testing.T) {
 	bin := testmount.Binary(t)
 	data := filepath.Join(m.Dir, "data")
 	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 1000
+	n, rounds := 1000, 3
+	if testing.Short() {
+		n, rounds = 200, 2
+	}
 	start := time.Now()
-	for round := range 3 {
+	for round := range rounds {
 		t.Logf("round %d at %v", round, time.Since(start))
 		// Each round changes the workspace: new files, edits, renames,
 		// deletions.
