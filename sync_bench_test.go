@@ -67,4 +67,3 @@ func BenchmarkSyncLatency(b *testing.B) {
 	b.ReportMetric(float64(p99.Microseconds())/1000, "close-to-s3-p99-ms")
 	b.Logf("close to visible in S3 (%d closes): median %v, p99 %v", len(lat), med.Round(100*time.Microsecond), p99.Round(100*time.Microsecond))
 }
-
