@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,7 @@ func relPath(root, p string) (string, bool) {
 	if !strings.HasPrefix(p, "/") {
 		return "", false
 	}
+	p = path.Clean(p) // journal paths are clean; be sure
 	root = strings.TrimSuffix(root, "/")
 	switch {
 	case p == root || root == "" && p == "/":
