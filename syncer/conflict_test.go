@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/computerfs/computerfs/internal/faultnet"
 	"github.com/computerfs/computerfs/sources"
 )
 
@@ -152,4 +154,35 @@ func (l *lostTarget) Apply(ctx context.Context, c []Change) []Result {
 		res[i] = Result{Err: errors.New("answer lost")}
 	}
 	return res
+}
+
+// TestAutoMode: auto probes the server: versitygw honours If-None-Match
+// (headers); a server that answers NotImplemented to it gets head.
+func TestAutoMode(t *testing.T) {
+	e := newEnv(t, envOpts{mode: Auto, objects: map[string]string{"a": "v1"}})
+	if m := e.target.ModeName(); m != "auto" {
+		t.Fatalf("mode before the probe: %s", m)
+	}
+	e.write("/s/a", "v2")
+	e.mustSync()
+	if m := e.target.ModeName(); m != "headers" {
+		t.Fatalf("versitygw probed as %s", m)
+	}
+	if n := len(e.bucketFiles()); n != 1 {
+		t.Fatalf("the probe object was left behind: %v", e.bucketFiles())
+	}
+
+	e2 := newEnv(t, envOpts{mode: Auto, objects: map[string]string{"a": "v1"}})
+	e2.ft.Add(faultnet.MatchFunc(func(r *http.Request) bool { return r.Header.Get("If-None-Match") != "" }).
+		StatusBody(501, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>no</Message></Error>`))
+	e2.write("/s/a", "v2")
+	e2.mustSync()
+	if m := e2.target.ModeName(); m != "head" {
+		t.Fatalf("a server without If-None-Match probed as %s", m)
+	}
+	e2.srv.Put(t, e2.bucket, "p/a", []byte("theirs"))
+	e2.write("/s/a", "v3")
+	if r := e2.sync(); len(r.Conflicts) != 1 {
+		t.Fatalf("head mode after the probe: %+v", r)
+	}
 }
