@@ -22,6 +22,8 @@
 //	                              used to find a directory's parent and an inode's paths
 //	'I' ino 'x' name              extended attribute value
 //	'O' ino                       orphan: nlink reached 0 while the inode was in use
+//	'J' seq                       journal record (journal.go); the oldest are deleted by
+//	                              TrimJournal once synced, the newest is always kept
 //
 // Inode numbers come from a persisted counter and are never reused, so the
 // kernel's node ids can be the inode numbers themselves (the root is 1).
