@@ -160,6 +160,17 @@ func (t *S3Target) apply(ctx context.Context, mode Conditional, c *Change) Resul
 	if c.Delete {
 		return t.delete(ctx, mode, c)
 	}
+	if c.Expect != "" && c.Size <= smallObject {
+		// A small file whose content is what the remote had (its mode or
+		// times changed, say) needs no upload.
+		mine, err := t.localETag(c)
+		if err != nil {
+			return Result{Err: t.wrap("read", c, err)}
+		}
+		if mine == c.Expect {
+			return Result{Version: c.Expect, Same: true}
+		}
+	}
 	if mode == Head || c.Size > t.partSize() {
 		// A multipart upload asks first even with conditional headers
 		// (which still guard its completion): a replay after a crash
@@ -197,7 +208,7 @@ func (t *S3Target) mismatch(ctx context.Context, c *Change, cur string) Result {
 			return Result{Err: err}
 		}
 		if mine == cur {
-			return Result{Version: cur}
+			return Result{Version: cur, Same: true}
 		}
 	}
 	why := "changed at the remote since the workspace took it"

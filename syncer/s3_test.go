@@ -98,3 +98,29 @@ func TestSyncMultipart(t *testing.T) {
 		})
 	}
 }
+
+// A change of attributes alone uploads nothing: the content's MD5 is the
+// ETag the remote has.
+func TestSyncAttrsOnly(t *testing.T) {
+	e := newEnv(t, envOpts{mode: Headers, objects: map[string]string{"a": "v1"}})
+	e.write("/s/b", "new")
+	e.mustSync()
+	check(t, e.fs.Chmod("/s/a", 0o600))
+	check(t, e.fs.Chmod("/s/b", 0o600))
+	puts := e.countPuts()
+	r := e.mustSync()
+	if len(r.Uploaded) != 0 || puts.Requests() != 0 {
+		t.Fatalf("sync after chmod: %+v, %d puts", r, puts.Requests())
+	}
+	// ... and the files are in agreement again.
+	for _, p := range []string{"a", "b"} {
+		a, err := e.fs.Lstat("/s/" + p)
+		check(t, err)
+		o, err := e.st.Origin(a.Ino)
+		check(t, err)
+		if o.Ctime != a.Ctime {
+			t.Fatalf("%s: origin ctime %d, file %d", p, o.Ctime, a.Ctime)
+		}
+	}
+	e.same()
+}

@@ -483,7 +483,9 @@ func (s *Syncer) pass(ctx context.Context, src *source, force bool) SourceReport
 					del = append(del, conflictKey(src.Index, it.change.Rel))
 				}
 			default:
-				rep.Uploaded = append(rep.Uploaded, p)
+				if !res.Same || it.file.Version != res.Version {
+					rep.Uploaded = append(rep.Uploaded, p) // (a replay counts: this pass found it done)
+				}
 				origins = append(origins, kv.OriginUpdate{Ino: it.file.Ino,
 					Origin: kv.Origin{Source: uint32(src.Index), Key: it.change.Key, ID: res.Version, Ctime: it.file.Ctime}})
 				set[mkey] = []byte(res.Version)

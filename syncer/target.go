@@ -36,6 +36,9 @@ type Change struct {
 // Result is what became of a Change.
 type Result struct {
 	Version string // the remote's version after a put
+	// Same: the remote already held this content (a put found nothing to
+	// send: only the file's attributes changed, or a replay).
+	Same bool
 	// Conflict, if not empty, says why the remote was left alone: it holds
 	// Remote ("" for nothing) rather than what the workspace expected.
 	Conflict string
