@@ -8,7 +8,7 @@ TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
 
-.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools stress run lint fuzz clean
+.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync stress run lint fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,7 +27,7 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
-bench: build bench-sources bench-exec bench-sandbox bench-tools ## benchmark the mount against tmpfs, disk and go-fuse's loopback; imports against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
+bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync ## benchmark the mount against tmpfs, disk and go-fuse's loopback; imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
 	./bench/run.sh
 
 bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
@@ -42,6 +42,10 @@ bench-sandbox: build ## benchmark the sandbox's cold and warm starts against run
 bench-tools: ## agent tools over MCP stdio against cat, sed -i, bash -c and grep -rn on tmpfs (median, p99)
 	$(GO) test -run '^$$' -bench ToolsLatency -benchtime 1x -timeout 20m . | tee bench/tools.txt
 	$(GO) test -run '^$$' -bench . ./tools/ | tee -a bench/tools.txt
+
+bench-sync: ## benchmark sync back against the S3 SDK (ratios; BENCH_SYNC_LARGE=1024 for a 1 GiB file) and close-to-S3 latency
+	$(GO) test -run '^$$' -bench 'SyncSmall|SyncLarge' -benchtime 3x -timeout 30m ./syncer/ | tee bench/sync.txt
+	$(GO) test -run '^$$' -bench 'SyncLatency' -benchtime 2x -timeout 10m . | tee -a bench/sync.txt
 
 stress: ## long randomized and parallel tests against the mount
 	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/

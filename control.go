@@ -15,6 +15,7 @@ import (
 
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
+	"github.com/computerfs/computerfs/syncer"
 )
 
 // The control socket: a running workspace's daemon answers HTTP+JSON on a
@@ -25,6 +26,7 @@ import (
 //	GET  /v1/status    the workspace: mount point, store, pid, sources
 //	GET  /v1/log       journal records (?after=SEQ&since=TIME&path=P&limit=N)
 //	POST /v1/refresh   bring upstream changes in (sources.RefreshReport)
+//	POST /v1/sync      write back everything pending now (syncer.Report)
 //	POST /v1/exec      run a command (ExecRequest); the answer streams JSON
 //	                   lines: {"out":...}, {"err":...}, then {"result":...}
 //	POST /v1/tools/T   call the agent tool T (see tools.go)
@@ -45,9 +47,11 @@ type SourceStatus struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
 	From string `json:"from"` // url, s3://bucket/prefix, directory
-	// Sync says where edits go: "push" (git), "write back" (S3) or
-	// "none". Sync back itself is not built yet.
+	// Sync says where edits go: "push" (git, not built yet), "write back"
+	// (S3) or "none".
 	Sync string `json:"sync"`
+	// SyncState is the write-back state of a source that has it.
+	SyncState *syncer.SourceStatus `json:"sync_state,omitempty"`
 }
 
 func (w *Workspace) serveControl() error {
@@ -69,6 +73,9 @@ func (w *Workspace) serveControl() error {
 	mux.HandleFunc("POST /v1/exec", w.serveExec)
 	mux.HandleFunc("POST /v1/tools/{name}", w.serveTool)
 	mux.HandleFunc("GET /v1/audit", w.serveAudit)
+	mux.HandleFunc("POST /v1/sync", func(rw http.ResponseWriter, r *http.Request) {
+		writeJSON(rw, w.Sync(r.Context()))
+	})
 	mux.HandleFunc("POST /v1/refresh", func(rw http.ResponseWriter, r *http.Request) {
 		rep, err := w.Refresh(r.Context())
 		if err != nil {
@@ -103,6 +110,12 @@ func writeJSON(rw http.ResponseWriter, v any) {
 // Status describes the workspace.
 func (w *Workspace) Status() Status {
 	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Sources: []SourceStatus{}}
+	states := map[string]*syncer.SourceStatus{}
+	if w.syncer != nil {
+		for _, ss := range w.syncer.Status() {
+			states[ss.Path] = &ss
+		}
+	}
 	if w.spec != nil {
 		for _, s := range w.spec.Sources {
 			ss := SourceStatus{Path: s.Path, Kind: s.Kind(), Sync: "none"}
@@ -116,6 +129,7 @@ func (w *Workspace) Status() Status {
 				ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
 				if s.S3.WriteBack {
 					ss.Sync = "write back"
+					ss.SyncState = states[s.Path]
 				}
 			case s.Dir != "":
 				ss.From = s.Dir
@@ -193,6 +207,12 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 func (c *Client) Refresh(ctx context.Context) (sources.RefreshReport, error) {
 	var rep sources.RefreshReport
 	return rep, c.call(ctx, http.MethodPost, "/v1/refresh", &rep)
+}
+
+// Sync asks the daemon to write back everything pending now.
+func (c *Client) Sync(ctx context.Context) (syncer.Report, error) {
+	var rep syncer.Report
+	return rep, c.call(ctx, http.MethodPost, "/v1/sync", &rep)
 }
 
 // RefreshStore refreshes the sources of a store that is not mounted.

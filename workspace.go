@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/tools"
+	"github.com/computerfs/computerfs/syncer"
 	"github.com/computerfs/computerfs/wsfs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -43,6 +45,8 @@ type MountOptions struct {
 	// Sandbox enables the sandbox exec backend (nil: only the shell fast
 	// path). The program must call sandbox.Init first in main.
 	Sandbox *SandboxOptions
+	// SyncDebounce, if set, replaces the spec's sync debounce (tests).
+	SyncDebounce time.Duration
 }
 
 // Workspace is a store mounted by Mount, or opened without a mount by Open.
@@ -68,6 +72,8 @@ type Workspace struct {
 	sandbox      backend.Backend // nil: noSandbox says why
 	noSandbox    string
 	allowNetwork bool
+	syncer      *syncer.Syncer
+	syncerReady atomic.Pointer[syncer.Syncer] // for the mount's callbacks
 }
 
 // openStore opens a workspace's store with the options' tuning.
@@ -109,8 +115,9 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if sp != nil {
 		store.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
 	}
+	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
-		Config:  fs.Config{Logger: opts.Logger},
+		Config:  fs.Config{Logger: opts.Logger, Written: w.written},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})
@@ -118,9 +125,13 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
-	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, srv: srv, log: opts.Logger}
+	w.srv = srv
 	w.FS.SetNotifier(fs.NewNotifier(srv))
 	w.setBackends(opts)
+	if err := w.startSyncer(opts); err != nil {
+		w.Unmount()
+		return nil, err
+	}
 	if w.tools, err = newTools(w); err != nil {
 		w.Unmount()
 		return nil, err
@@ -151,6 +162,9 @@ func (w *Workspace) Wait() error {
 func (w *Workspace) closeStore() error {
 	w.closeOnce.Do(func() {
 		w.stopControl()
+		if w.syncer != nil {
+			w.syncer.Close()
+		}
 		if w.stopTrim != nil {
 			close(w.stopTrim)
 		}

@@ -28,14 +28,34 @@ func (f *FS) handle(fh uint64) *handle {
 
 func (f *FS) dropHandle(fh uint64) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	h := f.handles[fh]
 	if h == nil {
+		f.mu.Unlock()
 		return
 	}
 	delete(f.handles, fh)
+	last := false
 	if f.opens[h.ino]--; f.opens[h.ino] <= 0 {
 		delete(f.opens, h.ino)
+		last = true
+	}
+	f.mu.Unlock()
+	h.mu.Lock()
+	dirty := h.dirty
+	h.mu.Unlock()
+	if dirty && f.written != nil {
+		f.dirtyMu.Lock()
+		f.dirtyInos[h.ino] = true
+		f.dirtyMu.Unlock()
+	}
+	if last && f.written != nil {
+		f.dirtyMu.Lock()
+		was := f.dirtyInos[h.ino]
+		delete(f.dirtyInos, h.ino)
+		f.dirtyMu.Unlock()
+		if was {
+			f.written(h.ino)
+		}
 	}
 }
 
@@ -136,7 +156,7 @@ func (f *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint3
 	}
 	if h := f.handle(in.Fh); h != nil {
 		h.mu.Lock()
-		h.wrote = true
+		h.wrote, h.dirty = true, true
 		h.mu.Unlock()
 	}
 	return uint32(len(data)), fuse.OK
@@ -164,7 +184,11 @@ func (f *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) { f.dropHandle(
 
 // Fsync implements FSYNC (fsync and fdatasync alike).
 func (f *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	return f.status("fsync", f.store.Sync())
+	err := f.store.Sync()
+	if err == nil && f.written != nil {
+		f.written(in.NodeId)
+	}
+	return f.status("fsync", err)
 }
 
 // Fallocate implements FALLOCATE.

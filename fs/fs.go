@@ -17,6 +17,11 @@ type Config struct {
 	EntryTimeout time.Duration
 	// Logger gets unexpected errors (default slog.Default()).
 	Logger *slog.Logger
+	// Written, if set, hears of a file whose last open handle that wrote
+	// to it was released, and of every fsync: the file is complete for
+	// now (sync back uploads it without waiting for its debounce). It is
+	// called on the request's goroutine and must not block.
+	Written func(ino uint64)
 }
 
 // ioBlockSize is st_blksize: the I/O size that cp, cat and friends use.
@@ -35,8 +40,13 @@ type FS struct {
 	opens   map[uint64]int // open handles per inode, absent when zero
 	nextFh  uint64
 
-	server *fuse.Server
-	actors actorCache
+	server  *fuse.Server
+	actors  actorCache
+	written func(ino uint64)
+	// inodes written through a handle since their last open; told to
+	// written when the last handle goes
+	dirtyMu   sync.Mutex
+	dirtyInos map[uint64]bool
 }
 
 // handle is an open file or directory.
@@ -44,6 +54,7 @@ type handle struct {
 	ino   uint64
 	mu    sync.Mutex // guards the fields below
 	wrote bool
+	dirty bool // wrote since open
 	// directory streams: the entries of the last READDIR reply, so that a
 	// READDIR at the offset of any of them (the kernel may have used only
 	// part of the reply) resumes right after it.
@@ -71,6 +82,8 @@ func New(store *kv.Store, cfg Config) *FS {
 		lookups:       make(map[uint64]uint64),
 		handles:       make(map[uint64]*handle),
 		opens:         make(map[uint64]int),
+		written:       cfg.Written,
+		dirtyInos:     make(map[uint64]bool),
 	}
 	store.SetInUse(f.inUse)
 	return f

@@ -22,7 +22,8 @@
 //	                              used to find a directory's parent and an inode's paths
 //	'I' ino 'x' name              extended attribute value
 //	'O' ino                       orphan: nlink reached 0 while the inode was in use
-//	'J' seq                       journal record (journal.go)
+//	'J' seq                       journal record (journal.go); the oldest are deleted by
+//	                              TrimJournal once synced, the newest is always kept
 //	'A' id                        audit record of an agent tool call (audit.go)
 //
 // Inode numbers come from a persisted counter and are never reused, so the

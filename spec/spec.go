@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -29,6 +30,32 @@ type Spec struct {
 	Owner *Owner `yaml:"owner,omitempty" json:"owner,omitempty"`
 	// Policy gates the agent tools (nil: everything allowed).
 	Policy *Policy `yaml:"policy,omitempty" json:"policy,omitempty"`
+	// Sync tunes the write-back of sources that have it.
+	Sync *Sync `yaml:"sync,omitempty" json:"sync,omitempty"`
+}
+
+// Sync tunes write-back (S3 write_back, git push).
+type Sync struct {
+	// Debounce is how long a path must be left alone before it is written
+	// back (default 1s); closing a written file or fsync ends it early.
+	Debounce Duration `yaml:"debounce,omitempty" json:"debounce,omitempty"`
+	// JournalRetention is how long journal records are kept once every
+	// source has synced them (default 168h; "0s" drops them at once).
+	JournalRetention *Duration `yaml:"journal_retention,omitempty" json:"journal_retention,omitempty"`
+}
+
+// Duration is a time span, written in YAML like Go's durations ("1s",
+// "500ms", "168h").
+type Duration time.Duration
+
+// UnmarshalYAML parses a duration.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: duration %q: want a non-negative span like 1s, 500ms or 168h", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // Owner is a numeric user and group.
@@ -83,6 +110,11 @@ type S3 struct {
 	WriteBack  bool  `yaml:"write_back,omitempty" json:"write_back,omitempty"`
 	MaxBytes   Size  `yaml:"max_bytes,omitempty" json:"max_bytes,omitempty"`     // 0: no limit
 	MaxObjects int64 `yaml:"max_objects,omitempty" json:"max_objects,omitempty"` // 0: no limit
+	// Conditional says how write-back avoids overwriting a remote change:
+	// "headers" (If-Match / If-None-Match on the write), "head" (a HEAD
+	// request before it, for servers without conditional writes) or
+	// "auto" (the default: probe the server once).
+	Conditional string `yaml:"conditional,omitempty" json:"conditional,omitempty"`
 }
 
 // IsLazy tells whether content is fetched on first read.
@@ -201,7 +233,7 @@ var (
 	lineRe      = regexp.MustCompile(`^line (\d+): (.*)$`)
 	typeRe      = regexp.MustCompile(`in type spec\.(\w+)`)
 	sectionName = map[string]string{"Spec": "the spec", "Source": "a source", "Git": "git", "S3": "s3", "Owner": "owner",
-		"Policy": "policy", "ExecPolicy": "policy.exec", "Limits": "policy.limits"}
+		"Policy": "policy", "ExecPolicy": "policy.exec", "Limits": "policy.limits", "Sync": "sync"}
 )
 
 // positions maps field paths ("sources[1].s3.bucket") to their lines.
@@ -355,6 +387,11 @@ func (s *S3) validate() *fieldError {
 	}
 	if s.MaxObjects < 0 {
 		return &fieldError{"max_objects", "must be 0 (no limit) or more"}
+	}
+	switch s.Conditional {
+	case "", "auto", "headers", "head":
+	default:
+		return &fieldError{"conditional", fmt.Sprintf("%q: want auto, headers or head", s.Conditional)}
 	}
 	if strings.ContainsRune(s.Prefix, 0) {
 		return &fieldError{"prefix", "contains a NUL byte"}

@@ -64,6 +64,10 @@ func TestErrorsNameLineAndField(t *testing.T) {
 		{"overlap", "sources:\n  - path: /a\n    dir: x\n  - path: /b\n    dir: y\n  - path: /a/c\n    content: z\n", 6, "sources[2].path: /a/c overlaps /a of sources[0]"},
 		{"same path", "sources:\n  - path: /a\n    dir: x\n  - path: a/\n    dir: y\n", 4, "sources[1].path: /a overlaps /a of sources[0]"},
 		{"root overlaps", "sources:\n  - path: /z\n    dir: x\n  - path: /\n    dir: y\n", 4, "sources[1].path: / overlaps"},
+		{"bad conditional", "sources:\n  - path: /d\n    s3:\n      bucket: b12\n      conditional: maybe\n", 5, "sources[0].s3.conditional: \"maybe\""},
+		{"bad debounce", "sources:\n  - path: /a\n    dir: x\nsync:\n  debounce: soon\n", 5, "duration \"soon\""},
+		{"negative retention", "sources:\n  - path: /a\n    dir: x\nsync:\n  journal_retention: -1h\n", 5, "duration \"-1h\""},
+		{"unknown sync field", "sources:\n  - path: /a\n    dir: x\nsync:\n  debounse: 1s\n", 5, "unknown field debounse in sync"},
 		{"two documents", "sources:\n  - path: /a\n    dir: x\n---\nsources: []\n", 4, "more than one YAML document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

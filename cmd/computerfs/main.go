@@ -29,7 +29,9 @@ Usage:
   computerfs import --spec FILE --store DIR         populate a new store from a spec, without mounting
   computerfs refresh -w MOUNTPOINT | --store DIR    bring upstream changes into untouched paths
                                                     (exit 3: some paths kept for their local edits)
-  computerfs status -w MOUNTPOINT                   the workspace's daemon and sources
+  computerfs status -w MOUNTPOINT                   the workspace's daemon and sources (and sync state)
+  computerfs sync -w MOUNTPOINT                     write back everything pending now; exit 1 on
+                                                    errors or conflicts
   computerfs log -w MOUNTPOINT | --store DIR        the journal of changes (--since, --path, --json, --follow;
                                                     --tools: the audit of agent tool calls)
   computerfs exec -w MOUNTPOINT -- 'COMMAND'        run a shell command in the daemon, on the store
@@ -83,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdImport(args[1:], stderr)
 	case "refresh":
 		return cmdRefresh(args[1:], stdout, stderr)
+	case "sync":
+		return cmdSync(args[1:], stdout, stderr)
 	case "status":
 		return cmdStatus(args[1:], stdout, stderr)
 	case "log":

@@ -128,6 +128,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d)\n", st.Mountpoint, st.Store, st.Pid)
 	for _, s := range st.Sources {
 		fmt.Fprintf(stdout, "  %-20s %-7s %-16s %s\n", s.Path, s.Kind, "sync: "+s.Sync, s.From)
+		if s.SyncState != nil {
+			printSyncState(stdout, s.SyncState)
+		}
 	}
 	return nil
 }

@@ -57,6 +57,32 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
 	log  string        // file with the server's stdout and stderr
+	bin  string
+}
+
+// Stop kills the server (SIGKILL), as a crash or an outage would, and
+// waits for it to exit. Restart brings it back.
+func (s *Server) Stop() { s.stop() }
+
+// Restart starts the server again after Stop, on the same address and
+// with the same objects. It must not run concurrently with the Server's
+// other methods.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.Endpoint, "http://"))
+	p, _ := strconv.Atoi(port)
+	var n2 *Server
+	var err error
+	for range 50 { // the port may linger for a moment
+		if n2, err = start(s.bin, s.Root, s.log+".restart", p); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("s3test: restart versitygw: %v", err)
+	}
+	s.cmd, s.done = n2.cmd, n2.done
 }
 
 var build struct {
@@ -151,8 +177,9 @@ func Start(t testing.TB) *Server {
 	logdir := t.TempDir()
 	var lastErr error
 	for attempt := range 5 {
-		s, err := start(bin, root, filepath.Join(logdir, fmt.Sprintf("versitygw-%d.log", attempt)))
+		s, err := start(bin, root, filepath.Join(logdir, fmt.Sprintf("versitygw-%d.log", attempt)), 0)
 		if err == nil {
+			s.bin = bin
 			t.Cleanup(func() {
 				s.stop()
 				if t.Failed() {
@@ -174,10 +201,12 @@ func Start(t testing.TB) *Server {
 
 var errPortTaken = errors.New("port already in use")
 
-func start(bin, root, logPath string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+func start(bin, root, logPath string, port int) (*Server, error) {
+	var err error
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	// A health path of our own: if another server grabbed the port between
 	// freePort and the listen, polling it cannot mistake that server for ours.

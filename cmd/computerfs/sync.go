@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/syncer"
+)
+
+func cmdSync(args []string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("sync", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	mount := fset.String("w", "", "the workspace's mount point")
+	asJSON := fset.Bool("json", false, "print the report as JSON")
+	pos, err := parseInterleaved(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *mount == "" {
+		fset.Usage()
+		return &exitError{2, errors.New("sync needs -w MOUNTPOINT")}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	c, err := computerfs.Dial(*mount)
+	if err != nil {
+		return err
+	}
+	rep, err := c.Sync(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		printSync(stdout, rep)
+	}
+	if rep.Failed() {
+		return &exitError{1, errors.New("sync incomplete: see the errors and conflicts above")}
+	}
+	return nil
+}
+
+func printSync(w io.Writer, rep syncer.Report) {
+	if len(rep.Sources) == 0 {
+		fmt.Fprintln(w, "no source has write-back")
+	}
+	for _, s := range rep.Sources {
+		fmt.Fprintf(w, "%s (%s): %d uploaded, %d deleted, %d conflicts, %d errors\n",
+			s.Path, s.Kind, len(s.Uploaded), len(s.Deleted), len(s.Conflicts), len(s.Errors))
+		for _, p := range s.Uploaded {
+			fmt.Fprintf(w, "  uploaded %s\n", p)
+		}
+		for _, p := range s.Deleted {
+			fmt.Fprintf(w, "  deleted  %s\n", p)
+		}
+		for _, c := range s.Conflicts {
+			fmt.Fprintf(w, "  conflict %s: %s\n", c.Path, c.Reason)
+		}
+		for _, e := range s.Errors {
+			fmt.Fprintf(w, "  error    %s\n", e)
+		}
+	}
+}
+
+// printSyncState is a source's line of write-back state in status.
+func printSyncState(w io.Writer, s *syncer.SourceStatus) {
+	last := "never"
+	if !s.Last.Time.IsZero() {
+		last = fmt.Sprintf("%s: %s", s.Last.Time.Local().Format(time.DateTime), s.Last.Result)
+	}
+	fmt.Fprintf(w, "      mode %s, %d pending, last sync %s\n", s.Mode, s.Pending, last)
+	if s.NextRetry != nil {
+		fmt.Fprintf(w, "      retrying at %s\n", s.NextRetry.Local().Format(time.TimeOnly))
+	}
+	for _, c := range s.Conflicts {
+		fmt.Fprintf(w, "      conflict %s: %s\n", c.Path, c.Reason)
+	}
+}

@@ -1,0 +1,71 @@
+package computerfs
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/computerfs/computerfs/sources"
+	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/syncer"
+)
+
+// startSyncer runs sync back for the spec's S3 sources with write_back,
+// and journal trimming for every workspace.
+func (w *Workspace) startSyncer(opts MountOptions) error {
+	var srcs []syncer.Source
+	so := syncer.Options{FS: w.FS, Lock: &w.refreshMu, Log: w.log}
+	if w.spec != nil {
+		for i, s := range w.spec.Sources {
+			if s.S3 == nil || !s.S3.WriteBack {
+				continue
+			}
+			client, err := sources.NewS3Client(context.Background(), s.S3, w.httpClient)
+			if err != nil {
+				return err
+			}
+			srcs = append(srcs, syncer.Source{Index: i, Path: s.Path, Kind: "s3", Prefix: s.S3.Prefix,
+				Target: &syncer.S3Target{Client: client, Bucket: s.S3.Bucket,
+					Mode: syncer.Conditional(cmp.Or(s.S3.Conditional, string(syncer.Auto)))}})
+		}
+		so.Debounce, so.Retention = syncTimes(w.spec.Sync)
+	}
+	if opts.SyncDebounce > 0 {
+		so.Debounce = opts.SyncDebounce
+	}
+	so.Sources = srcs
+	sy, err := syncer.New(so)
+	if err != nil {
+		return err
+	}
+	w.syncer = sy
+	w.syncerReady.Store(sy)
+	sy.Start()
+	return nil
+}
+
+// syncTimes reads the spec's debounce and retention (0: the defaults).
+func syncTimes(s *spec.Sync) (debounce, retention time.Duration) {
+	if s == nil {
+		return 0, 0
+	}
+	debounce = time.Duration(s.Debounce)
+	if s.JournalRetention != nil {
+		retention = max(time.Duration(*s.JournalRetention), time.Nanosecond)
+	}
+	return debounce, retention
+}
+
+// Sync writes back everything pending now (debounce or not) and reports
+// what it did.
+func (w *Workspace) Sync(ctx context.Context) syncer.Report {
+	return w.syncer.Sync(ctx)
+}
+
+// written hears from the mount that a file was closed after writing or
+// fsynced.
+func (w *Workspace) written(ino uint64) {
+	if sy := w.syncerReady.Load(); sy != nil {
+		sy.Ready(ino)
+	}
+}
