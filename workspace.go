@@ -22,8 +22,8 @@ import (
 	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
-	"github.com/computerfs/computerfs/tools"
 	"github.com/computerfs/computerfs/syncer"
+	"github.com/computerfs/computerfs/tools"
 	"github.com/computerfs/computerfs/wsfs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -72,8 +72,8 @@ type Workspace struct {
 	sandbox      backend.Backend // nil: noSandbox says why
 	noSandbox    string
 	allowNetwork bool
-	syncer      *syncer.Syncer
-	syncerReady atomic.Pointer[syncer.Syncer] // for the mount's callbacks
+	syncer       *syncer.Syncer
+	syncerReady  atomic.Pointer[syncer.Syncer] // for the mount's callbacks
 }
 
 // openStore opens a workspace's store with the options' tuning.
