@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -441,8 +442,32 @@ func writeLine(c *cmd, prefix, l string) {
 	}
 }
 
-func (d *differ) unifiedHunks(ops []editOp, la, lb []string) {
-	c := d.c
+// hunk is a unified diff's hunk: its edits, context included, and the
+// lines it covers on each side.
+type hunk struct {
+	ops                        []editOp
+	aStart, aLen, bStart, bLen int
+}
+
+// ranges is the hunk's header without the @@: "-a,n +b,m", the way diff
+// -u and git write it.
+func (h hunk) ranges() string {
+	rng := func(s, n int) string {
+		switch n {
+		case 1:
+			return strconv.Itoa(s + 1)
+		case 0:
+			return fmt.Sprintf("%d,0", s)
+		}
+		return fmt.Sprintf("%d,%d", s+1, n)
+	}
+	return "-" + rng(h.aStart, h.aLen) + " +" + rng(h.bStart, h.bLen)
+}
+
+// hunks groups edits into unified hunks with ctx lines of context;
+// changes less than 2*ctx apart share a hunk.
+func hunks(ops []editOp, ctx int) []hunk {
+	var out []hunk
 	i := 0
 	for i < len(ops) {
 		for i < len(ops) && ops[i].kind == ' ' {
@@ -451,50 +476,48 @@ func (d *differ) unifiedHunks(ops []editOp, la, lb []string) {
 		if i >= len(ops) {
 			break
 		}
-		start := max(0, i-d.ctx)
+		start := max(0, i-ctx)
 		end := i
-		// extend while changes are within 2*ctx of each other
 		for j := i; j < len(ops); j++ {
 			if ops[j].kind != ' ' {
 				end = j
-			} else if j-end > 2*d.ctx {
+			} else if j-end > 2*ctx {
 				break
 			}
 		}
-		stop := min(len(ops), end+d.ctx+1)
-		var aStart, bStart, aLen, bLen int
-		aStart, bStart = -1, -1
-		for _, o := range ops[start:stop] {
+		stop := min(len(ops), end+ctx+1)
+		h := hunk{ops: ops[start:stop], aStart: -1, bStart: -1}
+		for _, o := range h.ops {
 			if o.kind != '+' {
-				if aStart < 0 {
-					aStart = o.a
+				if h.aStart < 0 {
+					h.aStart = o.a
 				}
-				aLen++
+				h.aLen++
 			}
 			if o.kind != '-' {
-				if bStart < 0 {
-					bStart = o.b
+				if h.bStart < 0 {
+					h.bStart = o.b
 				}
-				bLen++
+				h.bLen++
 			}
 		}
-		if aStart < 0 {
-			aStart = ops[start].a
+		if h.aStart < 0 {
+			h.aStart = ops[start].a
 		}
-		if bStart < 0 {
-			bStart = ops[start].b
+		if h.bStart < 0 {
+			h.bStart = ops[start].b
 		}
-		rng := func(s, n int) string {
-			if n == 1 {
-				return fmt.Sprintf("%d", s+1)
-			}
-			if n == 0 {
-				return fmt.Sprintf("%d,0", s)
-			}
-			return fmt.Sprintf("%d,%d", s+1, n)
-		}
-		fmt.Fprintf(c.out, "@@ -%s +%s @@\n", rng(aStart, aLen), rng(bStart, bLen))
-		for _, o := range ops[start:stop] {
+		out = append(out, h)
+		i = stop
+	}
+	return out
+}
+
+func (d *differ) unifiedHunks(ops []editOp, la, lb []string) {
+	c := d.c
+	for _, h := range hunks(ops, d.ctx) {
+		fmt.Fprintf(c.out, "@@ %s @@\n", h.ranges())
+		for _, o := range h.ops {
 			switch o.kind {
 			case ' ':
 				writeLine(c, " ", la[o.a])
@@ -504,7 +527,6 @@ func (d *differ) unifiedHunks(ops []editOp, la, lb []string) {
 				writeLine(c, "+", lb[o.b])
 			}
 		}
-		i = stop
 	}
 }
 

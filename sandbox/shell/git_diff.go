@@ -401,60 +401,13 @@ func modeStr(m filemode.FileMode) string { return fmt.Sprintf("%06o", uint32(m))
 
 // writeHunks writes unified hunks with git's function-name headers.
 func writeHunks(o stringWriter, ops []editOp, la, lb []string, ctx int) {
-	i := 0
-	for i < len(ops) {
-		for i < len(ops) && ops[i].kind == ' ' {
-			i++
-		}
-		if i >= len(ops) {
-			break
-		}
-		start := max(0, i-ctx)
-		end := i
-		for j := i; j < len(ops); j++ {
-			if ops[j].kind != ' ' {
-				end = j
-			} else if j-end > 2*ctx {
-				break
-			}
-		}
-		stop := min(len(ops), end+ctx+1)
-		aStart, bStart, aLen, bLen := -1, -1, 0, 0
-		for _, op := range ops[start:stop] {
-			if op.kind != '+' {
-				if aStart < 0 {
-					aStart = op.a
-				}
-				aLen++
-			}
-			if op.kind != '-' {
-				if bStart < 0 {
-					bStart = op.b
-				}
-				bLen++
-			}
-		}
-		if aStart < 0 {
-			aStart = ops[start].a
-		}
-		if bStart < 0 {
-			bStart = ops[start].b
-		}
-		rng := func(s, n int) string {
-			switch n {
-			case 1:
-				return strconv.Itoa(s + 1)
-			case 0:
-				return fmt.Sprintf("%d,0", s)
-			}
-			return fmt.Sprintf("%d,%d", s+1, n)
-		}
-		fn := funcName(la, aStart)
+	for _, h := range hunks(ops, ctx) {
+		fn := funcName(la, h.aStart)
 		if fn != "" {
 			fn = " " + fn
 		}
-		fmt.Fprintf(o, "@@ -%s +%s @@%s\n", rng(aStart, aLen), rng(bStart, bLen), fn)
-		for _, op := range ops[start:stop] {
+		fmt.Fprintf(o, "@@ %s @@%s\n", h.ranges(), fn)
+		for _, op := range h.ops {
 			switch op.kind {
 			case ' ':
 				gitLine(o, " ", la[op.a])
@@ -464,7 +417,6 @@ func writeHunks(o stringWriter, ops []editOp, la, lb []string, ctx int) {
 				gitLine(o, "+", lb[op.b])
 			}
 		}
-		i = stop
 	}
 }
 

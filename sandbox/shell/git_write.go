@@ -1225,28 +1225,40 @@ func (g *gitCmd) createBranchTarget(name, start string, force bool) (*object.Com
 	return c, 0
 }
 
+// createAndSwitch is switch -c/-C and checkout -b/-B: create the branch
+// (or, with force, reset it) at the start point, if one is given, and
+// switch to it. ok reports that one of the two flags was given.
+func (g *gitCmd) createAndSwitch(create, force, from string) (code int, ok bool) {
+	a := g.a
+	for _, f := range []string{create, force} {
+		if !a.has(f) {
+			continue
+		}
+		name := a.val(f)
+		start := ""
+		if len(a.args) > 0 {
+			start = a.args[0]
+		}
+		c, code := g.createBranchTarget(name, start, f == force)
+		if c == nil {
+			return code, true
+		}
+		if start != "" {
+			from = start
+		}
+		return g.switchTo(c, name, true, a.has("--force"), from), true
+	}
+	return 0, false
+}
+
 func gitSwitch(g *gitCmd) int {
 	a := g.a
 	from := "HEAD"
 	if _, cur, _ := g.head(); cur != "" {
 		from = cur
 	}
-	for _, f := range []string{"--create", "--force-create"} {
-		if a.has(f) {
-			name := a.val(f)
-			start := ""
-			if len(a.args) > 0 {
-				start = a.args[0]
-			}
-			c, code := g.createBranchTarget(name, start, f == "--force-create")
-			if c == nil {
-				return code
-			}
-			if start != "" {
-				from = start
-			}
-			return g.switchTo(c, name, true, a.has("--force"), from)
-		}
+	if code, ok := g.createAndSwitch("--create", "--force-create", from); ok {
+		return code
 	}
 	if len(a.args) != 1 {
 		return g.fatal("missing branch or commit argument")
@@ -1335,22 +1347,8 @@ func gitCheckout(g *gitCmd) int {
 	if _, cur, _ := g.head(); cur != "" {
 		from = cur
 	}
-	for _, f := range []string{"-b", "-B"} {
-		if a.has(f) {
-			name := a.val(f)
-			start := ""
-			if len(a.args) > 0 {
-				start = a.args[0]
-			}
-			c, code := g.createBranchTarget(name, start, f == "-B")
-			if c == nil {
-				return code
-			}
-			if start != "" {
-				from = start
-			}
-			return g.switchTo(c, name, true, a.has("--force"), from)
-		}
+	if code, ok := g.createAndSwitch("-b", "-B", from); ok {
+		return code
 	}
 	// checkout [<tree-ish>] -- <paths>, checkout <paths>, checkout <branch>
 	before := a.args[:argsBeforeDash(a)]
