@@ -26,12 +26,6 @@ import (
 //	go test -run '^$' -bench ExecBackends -benchtime 1x ./sandbox/shell
 func BenchmarkExecBackends(b *testing.B) {
 	cmds := shell.CorpusCommands(b)
-	fast := 0
-	for _, c := range cmds {
-		if ok, _ := shell.CanRun(c); ok {
-			fast++
-		}
-	}
 	m := testmount.Start(b, filepath.Join(b.TempDir(), "ws"))
 	shell.WriteFixtureDir(b, m.Dir)
 	// The sandbox's user (host uid 101000) owns the tree, as mount
@@ -70,6 +64,19 @@ func BenchmarkExecBackends(b *testing.B) {
 		cmd.Run()
 		return time.Since(start).Seconds()
 	}
+	// The share auto keeps on the fast path, as the daemon routes (it
+	// reads the scripts a command runs), each command on the fixture as
+	// it is at the start.
+	fast := 0
+	for _, command := range cmds {
+		res, err := c.Exec(ctx, computerfs.ExecRequest{Command: command, Backend: "auto", Timeout: "10s"}, io.Discard, io.Discard)
+		if err != nil {
+			b.Fatalf("auto: %q: %v", command, err)
+		}
+		if res.Backend == "shell" {
+			fast++
+		}
+	}
 	const runs = 3
 	var fastMed, boxMed, bashMed []float64
 	for i := 0; i < b.N; i++ {
@@ -96,7 +103,7 @@ func BenchmarkExecBackends(b *testing.B) {
 	b.ReportMetric(sm/fm, "sandbox/fast")
 	b.ReportMetric(bm/fm, "bash/fast")
 	b.ReportMetric(100*float64(fast)/float64(len(cmds)), "%auto-fast")
-	b.Logf("%d commands: median latency through the control socket: fast path %.0f µs, sandbox %.0f µs (%.1fx the fast path); bash + coreutils on tmpfs %.0f µs (%.1fx); auto runs %d of %d corpus commands (%.1f%%) on the fast path",
+	b.Logf("%d commands: median latency through the control socket: fast path %.0f µs, sandbox %.0f µs (%.1fx the fast path); bash + coreutils on tmpfs %.0f µs (%.1fx); auto ran %d of %d corpus commands (%.1f%%) on the fast path",
 		len(fastMed), fm*1e6, sm*1e6, sm/fm, bm*1e6, bm/fm, fast, len(cmds), 100*float64(fast)/float64(len(cmds)))
 }
 
