@@ -14,7 +14,7 @@ import (
 // ExecArgs are exec's arguments.
 type ExecArgs struct {
 	Command   string            `json:"command" jsonschema:"a shell command line (bash syntax: pipes, redirections, && and loops work)"`
-	Backend   string            `json:"backend,omitempty" jsonschema:"where to run it: shell (the fast path: built-in coreutils, grep, sed, find, awk, jq... running in-process on the workspace in well under a millisecond; no other programs), sandbox (a container with the host's real programs: compilers, test runners, git, package managers; tens of milliseconds to start) or auto (the default: shell when every command in the line is built in, otherwise sandbox)"`
+	Backend   string            `json:"backend,omitempty" jsonschema:"where to run it: shell (the fast path: built-in coreutils, grep, sed, find, awk, jq, tar, common git commands... running in-process on the workspace in well under a millisecond; no other programs), sandbox (a container with the host's real programs: compilers, test runners, package managers, git push and fetch; tens of milliseconds to start) or auto (the default: shell when every command in the line is built in, otherwise sandbox)"`
 	Cwd       string            `json:"cwd,omitempty" jsonschema:"working directory (default /workspace)"`
 	Env       map[string]string `json:"env,omitempty" jsonschema:"environment variables to add"`
 	TimeoutMs int               `json:"timeoutMs,omitempty" jsonschema:"stop the command after this many milliseconds (default 120000; the policy sets the maximum, 600000 unless it says otherwise); a stopped command exits 124"`

@@ -46,7 +46,7 @@ Output lines are "FILE:LINE:TEXT" (context lines "FILE-LINE-TEXT"). Binary files
 Prefer this over exec grep: it is faster and its output is structured.`
 	descDelete = `Delete a file, symbolic link or directory of the workspace. A directory that is not empty needs recursive=true (it is then removed with everything under it). The workspace root cannot be deleted.`
 	descExec   = `Run a shell command line in the workspace (working directory /workspace unless cwd says otherwise) and return its exit code, stdout and stderr (output past the limit is cut, and the result says so).
-Backends: "shell" is the fast path: a bash-compatible interpreter with built-in coreutils, grep, sed, find, awk, jq, diff, xargs... running directly on the workspace in well under a millisecond, but no other programs. "sandbox" runs real programs (compilers, test runners, git, package managers) in an isolated container; it costs tens of milliseconds per call. "auto" (the default) picks shell when every command in the line is built in.
+Backends: "shell" is the fast path: a bash-compatible interpreter with built-in coreutils, grep, sed, find, awk, jq, diff, xargs, tar and the common git commands (status, diff, log, add, commit...) running directly on the workspace in well under a millisecond, but no other programs. "sandbox" runs real programs (compilers, test runners, package managers, git push and fetch) in an isolated container; it costs tens of milliseconds per call. "auto" (the default) picks shell when every command in the line is built in.
 A command that runs past timeoutMs is stopped (exit code 124).`
 )
 
