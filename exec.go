@@ -100,6 +100,15 @@ func (w *Workspace) setBackends(opts MountOptions) {
 	}
 }
 
+// endCommands stops the commands that run (their sandboxes die with
+// them) and ends the warm sandboxes: the workspace is going away.
+func (w *Workspace) endCommands() {
+	if w.stopExec != nil {
+		w.stopExec()
+	}
+	w.closePool()
+}
+
 // closePool ends the warm sandboxes, if any. Each holds the mount in its
 // own mount namespace, so they must go before the file system can be
 // unmounted.
@@ -287,6 +296,15 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 		}
 	}
 	id := strconv.FormatUint(execSeq.Add(1), 10)
+	if w.execCtx != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(w.execCtx, cancel)()
+		if w.execCtx.Err() != nil {
+			return ExecResult{}, errors.New("the workspace is shutting down")
+		}
+	}
 	res, err := b.Exec(ctx, req.Command, backend.Options{Cwd: req.Cwd, Env: req.Env,
 		Stdin: bytes.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, Timeout: timeout,
 		Network: req.Network, Request: id})

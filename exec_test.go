@@ -179,3 +179,59 @@ func TestWarmSandboxesDoNotHoldTheMount(t *testing.T) {
 		})
 	}
 }
+
+// Shutting the workspace down stops the commands that run in it: a
+// sandboxed command would otherwise hold the mount, and the daemon would
+// wait for it.
+func TestShutdownStopsRunningCommands(t *testing.T) {
+	for _, how := range []string{"SIGTERM", "umount"} {
+		t.Run(how, func(t *testing.T) {
+			m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
+			if err := os.Chown(m.Dir, 101000, 101000); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(testmount.Binary(t), "exec", "-w", m.Dir, "--backend", "sandbox", "--", "touch started; sleep 300")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(m.Dir, "started")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the sandboxed command did not start")
+				}
+			}
+			start := time.Now()
+			if how == "SIGTERM" {
+				if err := syscall.Kill(m.Pid, syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			} else if out, err := exec.Command("umount", m.Dir).CombinedOutput(); err != nil {
+				t.Fatalf("umount: %v %s", err, out)
+			}
+			for {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.Pid))
+				if err != nil || strings.Contains(string(b), ") Z ") {
+					break
+				}
+				if time.Since(start) > 30*time.Second {
+					t.Fatalf("the daemon still runs 30 s after %s, waiting for the sandboxed sleep", how)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("computerfs exec succeeded although its command was stopped")
+				}
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("computerfs exec still waits after the daemon ended")
+			}
+			m.Remount(t) // for the test's cleanup
+		})
+	}
+}

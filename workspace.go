@@ -4,6 +4,7 @@
 package computerfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,8 +73,13 @@ type Workspace struct {
 	sandbox      backend.Backend // nil: noSandbox says why
 	noSandbox    string
 	allowNetwork bool
-	syncer       *syncer.Syncer
-	syncerReady  atomic.Pointer[syncer.Syncer] // for the mount's callbacks
+	// execCtx ends when the workspace shuts down: commands still running
+	// then are stopped (a sandbox would otherwise hold the mount).
+	execCtx  context.Context
+	stopExec context.CancelFunc
+
+	syncer      *syncer.Syncer
+	syncerReady atomic.Pointer[syncer.Syncer] // for the mount's callbacks
 }
 
 // openStore opens a workspace's store with the options' tuning.
@@ -128,6 +134,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	w.srv = srv
 	w.FS.SetNotifier(fs.NewNotifier(srv))
 	w.setBackends(opts)
+	w.execCtx, w.stopExec = context.WithCancel(context.Background())
 	if err := w.startSyncer(opts); err != nil {
 		w.Unmount()
 		return nil, err
@@ -146,7 +153,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		// An umount(8) from outside only detaches the mount here: the
 		// warm sandboxes' namespaces still hold it, so the kernel would
 		// not end the FUSE connection while they wait.
-		go watchUnmount(mp, w.stopTrim, w.log, w.closePool)
+		go watchUnmount(mp, w.stopTrim, w.log, w.endCommands)
 	}
 	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid())
 	return w, nil
@@ -182,7 +189,7 @@ func (w *Workspace) closeStore() error {
 // open on the mount it detaches the mount lazily: programs that hold files
 // open get errors from then on.
 func (w *Workspace) Unmount() error {
-	w.closePool()
+	w.endCommands()
 	if err := w.srv.Unmount(); err != nil {
 		w.log.Warn("mount busy; detaching it", "mountpoint", w.Mountpoint, "err", err)
 		if derr := syscall.Unmount(w.Mountpoint, syscall.MNT_DETACH); derr != nil {
