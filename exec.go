@@ -309,6 +309,9 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 		Stdin: bytes.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, Timeout: timeout,
 		Network: req.Network, Request: id})
 	if err != nil {
+		if w.execCtx != nil && w.execCtx.Err() != nil {
+			return ExecResult{}, errors.New("the workspace was shut down while the command ran")
+		}
 		return ExecResult{}, err
 	}
 	return ExecResult{ExitCode: res.ExitCode, Backend: b.Name(), Why: why, DurationMs: res.Duration.Milliseconds(),

@@ -34,7 +34,7 @@ func watchUnmount(mp string, stop <-chan struct{}, log *slog.Logger, gone func()
 		var mounted bool
 		mounted, buf = inMountinfo(f, buf, want)
 		if !mounted {
-			log.Info("unmounted from outside; ending the warm sandboxes", "mountpoint", mp)
+			log.Info("the mount is gone; stopping running commands and warm sandboxes", "mountpoint", mp)
 			gone()
 			return
 		}
