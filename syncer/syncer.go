@@ -218,12 +218,29 @@ func (s *Syncer) Close() {
 // Ready notes that ino was closed after writing or fsynced: its pending
 // changes need not wait for the debounce.
 func (s *Syncer) Ready(ino uint64) {
+	if len(s.srcs) == 0 {
+		return // nothing to write back: remember nothing
+	}
 	s.mu.Lock()
 	s.closed[ino] = time.Now().UnixNano()
 	s.mu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
 	default:
+	}
+}
+
+// forgetCloses drops the closes noted long enough ago that the debounce
+// alone has made their changes ready since: the map would otherwise grow
+// with every file ever written.
+func (s *Syncer) forgetCloses(now time.Time) {
+	horizon := now.Add(-max(10*s.opts.Debounce, time.Minute)).UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ino, at := range s.closed {
+		if at < horizon {
+			delete(s.closed, ino)
+		}
 	}
 }
 
@@ -279,6 +296,7 @@ func (s *Syncer) cycle(ctx context.Context) {
 	}
 	if now.Sub(s.lastTrim) >= time.Minute {
 		s.lastTrim = now
+		s.forgetCloses(now)
 		if _, err := s.Trim(now); err != nil {
 			s.opts.Log.Error("journal trim failed", "err", err)
 		}
