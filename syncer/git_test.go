@@ -378,4 +378,3 @@ func TestCommitMessage(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
-

@@ -110,10 +110,10 @@ type Report struct {
 
 // SourceReport is one source's part of a Report.
 type SourceReport struct {
-	Path      string     `json:"path"`
-	Kind      string     `json:"kind"`
-	Uploaded  []string   `json:"uploaded,omitempty"`
-	Deleted   []string   `json:"deleted,omitempty"`
+	Path     string   `json:"path"`
+	Kind     string   `json:"kind"`
+	Uploaded []string `json:"uploaded,omitempty"`
+	Deleted  []string `json:"deleted,omitempty"`
 	// Git: the commit made of the work tree's changes, and its changes
 	// ("M path"); the branch pushed to and the commit it now holds.
 	Commit    string     `json:"commit,omitempty"`
