@@ -72,6 +72,14 @@ type GitTarget struct {
 
 var _ RepoTarget = (*GitTarget)(nil)
 
+// ModeName describes the target in status.
+func (g *GitTarget) ModeName() string {
+	if g.Branch == "" {
+		return "commit and push to the checked-out branch"
+	}
+	return "commit and push to " + g.Branch
+}
+
 // SyncRepo implements RepoTarget.
 func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commit bool) (res RepoResult) {
 	wt := fs.Billy(dir)

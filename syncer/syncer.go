@@ -718,7 +718,11 @@ func (s *Syncer) Status() []SourceStatus {
 			st.NextRetry = &t
 		}
 		s.mu.Unlock()
-		if m, ok := src.Target.(interface{ ModeName() string }); ok {
+		var t any = src.Target
+		if src.Repo != nil {
+			t = src.Repo
+		}
+		if m, ok := t.(interface{ ModeName() string }); ok {
 			st.Mode = m.ModeName()
 		}
 		var recs []kv.Record
