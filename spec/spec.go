@@ -394,7 +394,8 @@ const DefaultGitAuthor = "computerfs <computerfs@localhost>"
 // ParseAuthor splits "Name <email>" into its parts.
 func ParseAuthor(s string) (name, email string, err error) {
 	i, j := strings.IndexByte(s, '<'), strings.LastIndexByte(s, '>')
-	if i < 0 || j != len(s)-1 || j < i || strings.ContainsAny(s, "\x00\n") || strings.Count(s, "<") != 1 {
+	if i < 0 || j != len(s)-1 || j < i || strings.ContainsAny(s, "\x00\n") ||
+		strings.Count(s, "<") != 1 || strings.Count(s, ">") != 1 {
 		return "", "", fmt.Errorf("%q: want \"Name <email>\"", s)
 	}
 	name, email = strings.TrimSpace(s[:i]), s[i+1:j]

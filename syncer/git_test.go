@@ -32,13 +32,18 @@ type gitEnv struct {
 type gitOpts struct {
 	url      string // default: the bare repository's path
 	extra    string // more fields of git: (", author: ...")
+	history  int    // commits made before the checkout, after the first
 	debounce time.Duration
 }
 
 func newGitEnv(t testing.TB, files map[string]string, o gitOpts) *gitEnv {
 	t.Helper()
 	e := &gitEnv{t: t}
-	e.bare = gittest.Bare(t, gittest.NewRepo(t, files))
+	src := gittest.NewRepo(t, files)
+	for i := range o.history {
+		gittest.Commit(t, src, map[string]string{"h": fmt.Sprint(i)}, fmt.Sprint("history ", i))
+	}
+	e.bare = gittest.Bare(t, src)
 	e.url = o.url
 	if e.url == "" {
 		e.url = e.bare
@@ -376,5 +381,22 @@ func TestCommitMessage(t *testing.T) {
 	got := CommitMessage("subject\n", lines)
 	if !strings.HasPrefix(got, "subject\n\nA f000\n") || !strings.HasSuffix(got, "A f099\n... and 50 more\n") {
 		t.Fatalf("%q", got)
+	}
+}
+
+// A shallow checkout (depth 1) pushes on top of what it has.
+func TestGitPushShallow(t *testing.T) {
+	e := newGitEnv(t, map[string]string{"a": "a\n"}, gitOpts{extra: ", depth: 1", history: 3})
+	if _, err := e.fs.Lstat("/r/.git/shallow"); err != nil {
+		t.Fatalf("not a shallow checkout: %v", err)
+	}
+	before := e.remote("rev-parse", "main")
+	e.write("/r/a", "shallow\n")
+	r := e.mustSync()
+	if r.Pushed == "" || e.remote("rev-parse", "main~1") != before {
+		t.Fatalf("report %+v", r)
+	}
+	if got := e.remote("fsck", "--no-progress"); got != "" {
+		t.Fatalf("fsck: %s", got)
 	}
 }
