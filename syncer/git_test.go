@@ -33,13 +33,17 @@ type gitOpts struct {
 	url      string // default: the bare repository's path
 	extra    string // more fields of git: (", author: ...")
 	history  int    // commits made before the checkout, after the first
+	src      string // the repository to make the remote of (default: one of files)
 	debounce time.Duration
 }
 
 func newGitEnv(t testing.TB, files map[string]string, o gitOpts) *gitEnv {
 	t.Helper()
 	e := &gitEnv{t: t}
-	src := gittest.NewRepo(t, files)
+	src := o.src
+	if src == "" {
+		src = gittest.NewRepo(t, files)
+	}
 	for i := range o.history {
 		gittest.Commit(t, src, map[string]string{"h": fmt.Sprint(i)}, fmt.Sprint("history ", i))
 	}
@@ -395,6 +399,35 @@ func TestGitPushShallow(t *testing.T) {
 	r := e.mustSync()
 	if r.Pushed == "" || e.remote("rev-parse", "main~1") != before {
 		t.Fatalf("report %+v", r)
+	}
+	if got := e.remote("fsck", "--no-progress"); got != "" {
+		t.Fatalf("fsck: %s", got)
+	}
+}
+
+// Modes, symbolic links and .gitignore come through as git add -A takes
+// them.
+func TestGitPushModesLinksIgnore(t *testing.T) {
+	e := newGitEnv(t, map[string]string{"run.sh": "#!/bin/sh\n", ".gitignore": "*.log\n", "keep": "k\n"}, gitOpts{})
+	check(t, e.fs.Chmod("/r/run.sh", 0o755))
+	check(t, e.fs.Symlink("keep", "/r/link"))
+	e.write("/r/debug.log", "ignored\n")
+	e.write("/r/new/dir/f", "f\n")
+	r := e.mustSync()
+	if strings.Join(r.Committed, ",") != "A link,A new/dir/f,M run.sh" {
+		t.Fatalf("committed %v", r.Committed)
+	}
+	tree := e.remote("ls-tree", "-r", "main")
+	for _, want := range []string{"100755 blob", "120000 blob"} {
+		if !strings.Contains(tree, want) {
+			t.Fatalf("tree has no %s:\n%s", want, tree)
+		}
+	}
+	if strings.Contains(tree, "debug.log") {
+		t.Fatalf("ignored file committed:\n%s", tree)
+	}
+	if got := e.remote("cat-file", "-p", "main:link"); got != "keep" {
+		t.Fatalf("link target %q", got)
 	}
 	if got := e.remote("fsck", "--no-progress"); got != "" {
 		t.Fatalf("fsck: %s", got)
