@@ -436,14 +436,20 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 	if touched && !force && now.UnixNano()-newest < int64(s.opts.Debounce) {
 		rep.Waiting, run = 1, false
 	}
+	var notDone []uint64
 	if run {
 		if _, err := s.fs.Lstat(path.Join(src.Path, ".git/index.lock")); err == nil {
-			// git is at work in the workspace: come back when it is done.
-			rep.Waiting, run = 1, false
+			// git is at work in the workspace: come back when it is done
+			// (an explicit sync says so).
+			run = false
+			if force {
+				rep.Errors = append(rep.Errors, fmt.Sprintf("%s: git is at work in the workspace (.git/index.lock exists); nothing committed or pushed", src.Path))
+			} else {
+				rep.Waiting = 1
+			}
 		}
 	}
-	var notDone []uint64
-	if rep.Waiting > 0 && touched {
+	if (rep.Waiting > 0 || len(rep.Errors) > 0) && touched {
 		notDone = append(notDone, first)
 	}
 	set := map[string][]byte{}

@@ -33,6 +33,7 @@ type gitOpts struct {
 	url      string // default: the bare repository's path
 	extra    string // more fields of git: (", author: ...")
 	history  int    // commits made before the checkout, after the first
+	fileURL  bool   // give the remote as a file:// URL
 	src      string // the repository to make the remote of (default: one of files)
 	debounce time.Duration
 }
@@ -51,6 +52,9 @@ func newGitEnv(t testing.TB, files map[string]string, o gitOpts) *gitEnv {
 	e.url = o.url
 	if e.url == "" {
 		e.url = e.bare
+	}
+	if o.fileURL {
+		e.url = "file://" + e.bare
 	}
 	yaml := fmt.Sprintf("sources:\n  - path: /r\n    git: {url: %q, push: true%s}\n", e.url, o.extra)
 	sp, err := spec.Parse([]byte(yaml), "test.yaml", t.TempDir())
@@ -431,5 +435,41 @@ func TestGitPushModesLinksIgnore(t *testing.T) {
 	}
 	if got := e.remote("fsck", "--no-progress"); got != "" {
 		t.Fatalf("fsck: %s", got)
+	}
+}
+
+func TestGitPushFileURL(t *testing.T) {
+	e := newGitEnv(t, map[string]string{"a": "a\n"}, gitOpts{fileURL: true})
+	if !strings.HasPrefix(e.target.URL, "file://") {
+		t.Fatalf("url %s", e.target.URL)
+	}
+	e.write("/r/a", "file url\n")
+	if r := e.mustSync(); r.Pushed == "" || e.remote("show", "main:a") != "file url" {
+		t.Fatalf("report %+v", r)
+	}
+}
+
+// While git runs in the workspace (.git/index.lock), nothing is committed:
+// the background waits, an explicit sync says why it did nothing.
+func TestGitPushWaitsForIndexLock(t *testing.T) {
+	e := newGitEnv(t, map[string]string{"a": "a\n"}, gitOpts{debounce: time.Millisecond})
+	before := e.remote("rev-parse", "main")
+	e.write("/r/.git/index.lock", "")
+	e.write("/r/a", "locked\n")
+	time.Sleep(5 * time.Millisecond)
+	r := e.sy.pass(context.Background(), e.sy.srcs[0], false)
+	if r.Waiting != 1 || r.Commit != "" || len(r.Errors) != 0 {
+		t.Fatalf("background pass %+v", r)
+	}
+	r = e.sync()
+	if len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "index.lock") || r.Commit != "" {
+		t.Fatalf("sync %+v", r)
+	}
+	if e.remote("rev-parse", "main") != before {
+		t.Fatal("pushed while locked")
+	}
+	check(t, e.fs.Remove("/r/.git/index.lock"))
+	if r := e.mustSync(); r.Pushed == "" || e.remote("show", "main:a") != "locked" {
+		t.Fatalf("after the lock: %+v", r)
 	}
 }
