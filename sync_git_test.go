@@ -1,11 +1,17 @@
 package computerfs
 
 import (
+	"crypto/sha1"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/internal/gittest"
 	"github.com/computerfs/computerfs/internal/testmount"
@@ -106,5 +112,82 @@ func TestSyncGitMounted(t *testing.T) {
 	}
 	if out := cli(false, "status"); strings.Contains(out, "conflict") {
 		t.Fatalf("status after resolving:\n%s", out)
+	}
+}
+
+// TestSyncGitCrash: the daemon is killed (SIGKILL) at a random point of a
+// git sync of 150 changed files (new, edited, deleted); after the restart a sync
+// finishes the work, and the remote holds exactly one commit per round
+// (no duplicate), whose tree is the workspace's.
+func TestSyncGitCrash(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	gittest.Generate(t, src, 500, 3, 7)
+	bare := gittest.Bare(t, src)
+	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true}\nsync:\n  debounce: 1h\n")
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
+	bin := testmount.Binary(t)
+	repo := filepath.Join(m.Dir, "r")
+	base, _ := strconv.Atoi(gittest.Git(t, bare, "rev-list", "--count", "main"))
+	rng := rand.New(rand.NewPCG(3, 4))
+	start := time.Now()
+	rounds, files := 3, 150
+	if testing.Short() {
+		rounds = 2
+	}
+	for round := range rounds {
+		for i := range files {
+			p := filepath.Join(repo, fmt.Sprintf("crash/d%d/f%03d", i%7, i))
+			switch {
+			case round == 0 || rng.IntN(3) == 0:
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, fmt.Appendf(nil, "round %d file %d\n", round, i), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case rng.IntN(6) == 0:
+				os.Remove(p)
+			}
+		}
+		cmd := exec.Command(bin, "sync", "-w", m.Dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rng.IntN(600)) * time.Millisecond)
+		m.Kill(t)
+		cmd.Wait()
+		m.Remount(t)
+		out, err := exec.Command(bin, "sync", "-w", m.Dir).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "0 conflicts, 0 errors") {
+			t.Fatalf("round %d: sync after a crash: %v\n%s\ndaemon log:\n%s", round, err, out, m.Log())
+		}
+		if n, _ := strconv.Atoi(gittest.Git(t, bare, "rev-list", "--count", "main")); n != base+round+1 {
+			t.Fatalf("round %d: %d commits on the remote, want %d\n%s", round, n, base+round+1,
+				gittest.Git(t, bare, "log", "--format=%h %s", "-n", "8", "main"))
+		}
+		if got := gittest.Git(t, repo, "status", "--porcelain"); got != "" {
+			t.Fatalf("round %d: work tree not clean after sync:\n%s", round, got)
+		}
+		if local, remote := gittest.Head(t, repo), gittest.Git(t, bare, "rev-parse", "main"); local != remote {
+			t.Fatalf("round %d: HEAD %s, remote %s", round, local, remote)
+		}
+		// The remote's tree below crash/ is the workspace's: blob ids of
+		// the files on the mount against git ls-tree of the remote.
+		var want []string
+		for name, content := range dirFiles(t, filepath.Join(repo, "crash")) {
+			want = append(want, fmt.Sprintf("crash/%s %x", name, sha1.Sum(fmt.Appendf(nil, "blob %d\x00%s", len(content), content))))
+		}
+		sort.Strings(want)
+		var got []string
+		for _, l := range strings.Split(gittest.Git(t, bare, "ls-tree", "-r", "main", "crash/"), "\n") {
+			if f := strings.Fields(l); len(f) == 4 {
+				got = append(got, f[3]+" "+f[2])
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("round %d: the remote's crash/ (%d files) is not the workspace's (%d files): %q vs %q", round, len(got), len(want), got[0], want[0])
+		}
+		t.Logf("round %d: %s (%v)", round, strings.SplitN(string(out), "\n", 2)[0], time.Since(start))
+	}
+	if got := gittest.Git(t, bare, "fsck", "--no-progress"); got != "" {
+		t.Fatalf("fsck: %s", got)
 	}
 }
