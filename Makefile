@@ -43,8 +43,8 @@ bench-tools: ## agent tools over MCP stdio against cat, sed -i, bash -c and grep
 	$(GO) test -run '^$$' -bench ToolsLatency -benchtime 1x -timeout 20m . | tee bench/tools.txt
 	$(GO) test -run '^$$' -bench . ./tools/ | tee -a bench/tools.txt
 
-bench-sync: ## benchmark sync back against the S3 SDK (ratios; BENCH_SYNC_LARGE=1024 for a 1 GiB file) and close-to-S3 latency
-	$(GO) test -run '^$$' -bench 'SyncSmall|SyncLarge' -benchtime 3x -timeout 30m ./syncer/ | tee bench/sync.txt
+bench-sync: ## benchmark sync back against the S3 SDK and git push-back against the git CLI (ratios; BENCH_SYNC_LARGE=1024 for a 1 GiB file) and close-to-S3 latency
+	$(GO) test -run '^$$' -bench 'SyncSmall|SyncLarge|GitPush' -benchtime 3x -timeout 30m ./syncer/ | tee bench/sync.txt
 	$(GO) test -run '^$$' -bench 'SyncLatency' -benchtime 2x -timeout 10m . | tee -a bench/sync.txt
 
 stress: ## long randomized and parallel tests against the mount

@@ -124,6 +124,7 @@ func (w *Workspace) Status() Status {
 				ss.From = s.Git.URL
 				if s.Git.Push {
 					ss.Sync = "push"
+					ss.SyncState = states[s.Path]
 				}
 			case s.S3 != nil:
 				ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix

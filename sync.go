@@ -10,13 +10,22 @@ import (
 	"github.com/computerfs/computerfs/syncer"
 )
 
-// startSyncer runs sync back for the spec's S3 sources with write_back,
+// startSyncer runs sync back for the spec's S3 sources with write_back and
+// git sources with push,
 // and journal trimming for every workspace.
 func (w *Workspace) startSyncer(opts MountOptions) error {
 	var srcs []syncer.Source
 	so := syncer.Options{FS: w.FS, Lock: &w.refreshMu, Log: w.log}
 	if w.spec != nil {
 		for i, s := range w.spec.Sources {
+			if s.Git != nil && s.Git.Push {
+				t, err := gitTarget(s.Git)
+				if err != nil {
+					return err
+				}
+				srcs = append(srcs, syncer.Source{Index: i, Path: s.Path, Kind: "git", Repo: t})
+				continue
+			}
 			if s.S3 == nil || !s.S3.WriteBack {
 				continue
 			}
@@ -42,6 +51,21 @@ func (w *Workspace) startSyncer(opts MountOptions) error {
 	w.syncerReady.Store(sy)
 	sy.Start()
 	return nil
+}
+
+// gitTarget is the push-back of a git source: the url and credentials the
+// import used, the spec's branch, author and message.
+func gitTarget(g *spec.Git) (*syncer.GitTarget, error) {
+	url := sources.GitURL(g.URL)
+	auth, err := sources.GitAuth(g, url)
+	if err != nil {
+		return nil, err
+	}
+	name, email, err := spec.ParseAuthor(cmp.Or(g.Author, spec.DefaultGitAuthor))
+	if err != nil {
+		return nil, err
+	}
+	return &syncer.GitTarget{URL: url, Auth: auth, Branch: g.Branch, Name: name, Email: email, Message: g.Message}, nil
 }
 
 // syncTimes reads the spec's debounce and retention (0: the defaults).

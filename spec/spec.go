@@ -85,8 +85,15 @@ type Git struct {
 	Ref   string `yaml:"ref,omitempty" json:"ref,omitempty"`     // branch, tag or commit (default: the remote's HEAD)
 	Depth int    `yaml:"depth,omitempty" json:"depth,omitempty"` // 0: the whole history
 	Push  bool   `yaml:"push,omitempty" json:"push,omitempty"`   // edits are committed and pushed back
-	// Branch is where pushes go (default: Ref when it is a branch).
+	// Branch is where pushes go (default: the branch checked out, which is
+	// Ref when Ref is a branch).
 	Branch string `yaml:"branch,omitempty" json:"branch,omitempty"`
+	// Author signs the commits that push makes of the work tree's changes,
+	// as "Name <email>" (default DefaultGitAuthor); it is the committer too.
+	Author string `yaml:"author,omitempty" json:"author,omitempty"`
+	// Message is the first line of those commits (default "computerfs:
+	// update N files"); the changed paths follow it, one a line.
+	Message string `yaml:"message,omitempty" json:"message,omitempty"`
 	// TokenEnv names the environment variable holding an HTTPS token
 	// (sent as the password of basic auth, user Username).
 	TokenEnv string `yaml:"token_env,omitempty" json:"token_env,omitempty"`
@@ -367,7 +374,35 @@ func (g *Git) validate() *fieldError {
 	if strings.ContainsAny(g.Ref, " \x00~^:?*[\\") {
 		return &fieldError{"ref", fmt.Sprintf("%q is not a valid ref", g.Ref)}
 	}
+	if strings.ContainsAny(g.Branch, " \x00~^:?*[\\") || strings.HasPrefix(g.Branch, "-") {
+		return &fieldError{"branch", fmt.Sprintf("%q is not a valid branch name", g.Branch)}
+	}
+	if g.Author != "" {
+		if _, _, err := ParseAuthor(g.Author); err != nil {
+			return &fieldError{"author", err.Error()}
+		}
+	}
+	if strings.ContainsRune(g.Message, 0) {
+		return &fieldError{"message", "contains a NUL byte"}
+	}
 	return nil
+}
+
+// DefaultGitAuthor signs push commits when the spec names no author.
+const DefaultGitAuthor = "computerfs <computerfs@localhost>"
+
+// ParseAuthor splits "Name <email>" into its parts.
+func ParseAuthor(s string) (name, email string, err error) {
+	i, j := strings.IndexByte(s, '<'), strings.LastIndexByte(s, '>')
+	if i < 0 || j != len(s)-1 || j < i || strings.ContainsAny(s, "\x00\n") ||
+		strings.Count(s, "<") != 1 || strings.Count(s, ">") != 1 {
+		return "", "", fmt.Errorf("%q: want \"Name <email>\"", s)
+	}
+	name, email = strings.TrimSpace(s[:i]), s[i+1:j]
+	if name == "" || email == "" {
+		return "", "", fmt.Errorf("%q: want \"Name <email>\" with both parts", s)
+	}
+	return name, email, nil
 }
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -54,6 +54,9 @@ func TestErrorsNameLineAndField(t *testing.T) {
 		{"negative depth", "sources:\n  - path: /a\n    git:\n      url: u\n      depth: -1\n", 5, "sources[0].git.depth: must be 0"},
 		{"bad ref", "sources:\n  - path: /a\n    git:\n      url: u\n      ref: \"a b\"\n", 5, "sources[0].git.ref"},
 		{"bad token env", "sources:\n  - path: /a\n    git: {url: u, token_env: \"1X\"}\n", 3, "token_env"},
+		{"bad author", "sources:\n  - path: /a\n    git: {url: u, push: true, author: \"agent@example.com\"}\n", 3, "author"},
+		{"author without name", "sources:\n  - path: /a\n    git: {url: u, push: true, author: \"<a@b>\"}\n", 3, "author"},
+		{"bad branch", "sources:\n  - path: /a\n    git: {url: u, push: true, branch: \"a b\"}\n", 3, "branch"},
 		{"missing bucket", "sources:\n  - path: /d\n    s3: {prefix: p/}\n", 3, "sources[0].s3.bucket: required"},
 		{"bad bucket", "sources:\n  - path: /d\n    s3: {bucket: Bad_Bucket}\n", 3, "not a valid bucket name"},
 		{"bad endpoint", "sources:\n  - path: /d\n    s3:\n      bucket: b12\n      endpoint: \"127.0.0.1:9000\"\n", 5, "sources[0].s3.endpoint"},
@@ -283,6 +286,48 @@ func FuzzMatchPath(f *testing.F) {
 		m := MatchPath(g, p)
 		if MatchGlob(g, p) && !m {
 			t.Fatalf("%q matches %q itself but not as a path", g, p)
+		}
+	})
+}
+
+func TestParseAuthor(t *testing.T) {
+	for _, tc := range []struct{ in, name, email string }{
+		{"Agent <agent@example.com>", "Agent", "agent@example.com"},
+		{"  Jane Q. Doe   <jq@d.org>", "Jane Q. Doe", "jq@d.org"},
+		{"x <y>", "x", "y"},
+	} {
+		n, e, err := ParseAuthor(tc.in)
+		if err != nil || n != tc.name || e != tc.email {
+			t.Errorf("ParseAuthor(%q) = %q, %q, %v", tc.in, n, e, err)
+		}
+	}
+	for _, bad := range []string{"", "agent", "a@b", "<a@b>", "A <>", "A <a@b> x", "A <a<b>", "A >a@b<", "A <a@b>\n", "A\n <a@b>"} {
+		if _, _, err := ParseAuthor(bad); err == nil {
+			t.Errorf("ParseAuthor(%q): no error", bad)
+		}
+	}
+	if _, _, err := ParseAuthor(DefaultGitAuthor); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzParseAuthor: what ParseAuthor accepts has both parts, and written
+// back as "name <email>" it parses to the same.
+func FuzzParseAuthor(f *testing.F) {
+	for _, s := range []string{"A <a@b>", "<a>", "a <b> <c>", "x\x00 <y>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, e, err := ParseAuthor(s)
+		if err != nil {
+			return
+		}
+		if n == "" || e == "" || strings.ContainsAny(n+e, "<>\x00\n") {
+			t.Fatalf("ParseAuthor(%q) = %q, %q", s, n, e)
+		}
+		n2, e2, err := ParseAuthor(n + " <" + e + ">")
+		if err != nil || n2 != n || e2 != e {
+			t.Fatalf("round trip of %q: %q, %q, %v", s, n2, e2, err)
 		}
 	})
 }

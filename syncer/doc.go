@@ -56,8 +56,43 @@
 //
 // # Targets
 //
-// A Target applies one pass's changes to one source's remote. S3Target
-// does it object by object; a git target (later) will commit the changed
-// paths and push. The syncer owns the cursor, the pending set, debounce,
-// retries and the durable record; a target only talks to its remote.
+// A Target applies one pass's changes to one source's remote, path by
+// path: S3Target does it object by object. The syncer owns the cursor,
+// the pending set, debounce, retries and the durable record; a target only
+// talks to its remote.
+//
+// # Git
+//
+// Git's unit is a commit, not a path, so a git source has a RepoTarget
+// (GitTarget) instead, and its pass (repoPass) is shaped differently: the
+// records after the cursor only say whether there is work. A change in
+// the work tree asks for a commit and a push; a change below .git only
+// (the agent committed, rebased, moved a branch) for a push. The target
+// then, working on the checkout in the store through wsfs:
+//
+//   - walks the work tree once (go-git status) and stages every change as
+//     git add -A would (new, changed and deleted files, modes, symbolic
+//     links; .gitignore respected); if anything is staged, commits it,
+//     author and committer from the spec (git.author), the message's
+//     first line from git.message, then the changed paths ("M a.go");
+//   - asks the remote for the branch (git.branch, default the branch HEAD
+//     is on) and pushes HEAD's commit there when the remote branch is
+//     absent or an ancestor of it. Anything else is a conflict (recorded
+//     at sync/IDX/conflict/.git): nothing is pushed, nothing forced, the
+//     commit stays local. The push also requires the remote to still hold
+//     what was checked, so a push arriving between the check and ours is
+//     a conflict too. Commits the agent made are pushed as they are: the
+//     target only ever adds one commit on top.
+//
+// The syncer's own writes (objects, index, refs; the remote-tracking ref
+// after a push) are journaled as the actor "sync" and ignored when a
+// git pass looks for work, so a pass never starts another. A git pass
+// waits for the debounce after the newest change, and not for closes: an
+// agent's burst of edits becomes one commit, not one per file. It also
+// waits while .git/index.lock exists (git is at work in the workspace).
+//
+// Replay is harmless: after a crash between the commit and the push the
+// work tree is clean, so the next pass commits nothing and pushes the
+// commit; after a crash between the push and the cursor, the remote
+// already holds HEAD and the pass does nothing.
 package syncer

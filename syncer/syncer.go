@@ -26,11 +26,14 @@ import (
 type Source struct {
 	Index int    // in the spec (names its meta values)
 	Path  string // its directory in the workspace
-	Kind  string // "s3"
+	Kind  string // "s3" or "git"
 	// Prefix maps a path below Path to its remote name: Prefix + rel. It
 	// is "" or ends in "/".
 	Prefix string
 	Target Target
+	// Repo, if set, takes the place of Target: the source is written back
+	// as a whole (git), see repoPass.
+	Repo RepoTarget
 }
 
 // Options configure a Syncer.
@@ -107,10 +110,16 @@ type Report struct {
 
 // SourceReport is one source's part of a Report.
 type SourceReport struct {
-	Path      string     `json:"path"`
-	Kind      string     `json:"kind"`
-	Uploaded  []string   `json:"uploaded,omitempty"`
-	Deleted   []string   `json:"deleted,omitempty"`
+	Path     string   `json:"path"`
+	Kind     string   `json:"kind"`
+	Uploaded []string `json:"uploaded,omitempty"`
+	Deleted  []string `json:"deleted,omitempty"`
+	// Git: the commit made of the work tree's changes, and its changes
+	// ("M path"); the branch pushed to and the commit it now holds.
+	Commit    string     `json:"commit,omitempty"`
+	Committed []string   `json:"committed,omitempty"`
+	Branch    string     `json:"branch,omitempty"`
+	Pushed    string     `json:"pushed,omitempty"`
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	Errors    []string   `json:"errors,omitempty"`
 	// Waiting counts paths left for a later pass (still being written).
@@ -129,6 +138,17 @@ func (r *Report) Failed() bool {
 
 func (r *SourceReport) summary() string {
 	parts := []string{fmt.Sprintf("%d uploaded, %d deleted", len(r.Uploaded), len(r.Deleted))}
+	if r.Kind == "git" {
+		parts = parts[:0]
+		if r.Commit != "" {
+			parts = append(parts, fmt.Sprintf("committed %d changes as %.12s", len(r.Committed), r.Commit))
+		}
+		if r.Pushed != "" {
+			parts = append(parts, fmt.Sprintf("pushed %.12s to %s", r.Pushed, r.Branch))
+		} else if len(r.Conflicts) == 0 && len(r.Errors) == 0 {
+			parts = append(parts, "up to date")
+		}
+	}
 	if n := len(r.Conflicts); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d in conflict", n))
 	}
@@ -387,6 +407,9 @@ func (s *Syncer) pass(ctx context.Context, src *source, force bool) SourceReport
 	conflicts, err := s.conflicts(src)
 	if err != nil {
 		return fail(err)
+	}
+	if src.Repo != nil {
+		return s.repoPass(ctx, src, recs, last, conflicts, force)
 	}
 	cands := map[string]*Touch{}
 	for _, t := range Touches(src.Path, recs) {
@@ -713,12 +736,24 @@ func (s *Syncer) Status() []SourceStatus {
 			st.NextRetry = &t
 		}
 		s.mu.Unlock()
-		if m, ok := src.Target.(interface{ ModeName() string }); ok {
+		var t any = src.Target
+		if src.Repo != nil {
+			t = src.Repo
+		}
+		if m, ok := t.(interface{ ModeName() string }); ok {
 			st.Mode = m.ModeName()
 		}
 		var recs []kv.Record
-		s.st.ReadJournal(st.Cursor, func(r kv.Record) bool { recs = append(recs, r); return true })
+		s.st.ReadJournal(st.Cursor, func(r kv.Record) bool {
+			if src.Repo == nil || r.Actor.Entry != syncActor.Entry {
+				recs = append(recs, r)
+			}
+			return true
+		})
 		pending := Touches(src.Path, recs)
+		if src.Repo != nil {
+			pending = collapseGitDir(pending)
+		}
 		conflicts, _ := s.conflicts(src)
 		for _, rel := range sortedRels(conflicts) {
 			st.Conflicts = append(st.Conflicts, conflicts[rel])

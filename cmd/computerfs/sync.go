@@ -56,6 +56,10 @@ func printSync(w io.Writer, rep syncer.Report) {
 		fmt.Fprintln(w, "no source has write-back")
 	}
 	for _, s := range rep.Sources {
+		if s.Kind == "git" {
+			printGitSync(w, &s)
+			continue
+		}
 		fmt.Fprintf(w, "%s (%s): %d uploaded, %d deleted, %d conflicts, %d errors\n",
 			s.Path, s.Kind, len(s.Uploaded), len(s.Deleted), len(s.Conflicts), len(s.Errors))
 		for _, p := range s.Uploaded {
@@ -70,6 +74,28 @@ func printSync(w io.Writer, rep syncer.Report) {
 		for _, e := range s.Errors {
 			fmt.Fprintf(w, "  error    %s\n", e)
 		}
+	}
+}
+
+// printGitSync prints what a git source's sync did: the commit it made,
+// the push, conflicts and errors.
+func printGitSync(w io.Writer, s *syncer.SourceReport) {
+	what := "up to date"
+	if s.Pushed != "" {
+		what = fmt.Sprintf("pushed %.12s to %s", s.Pushed, s.Branch)
+	}
+	fmt.Fprintf(w, "%s (git): %s, %d conflicts, %d errors\n", s.Path, what, len(s.Conflicts), len(s.Errors))
+	if s.Commit != "" {
+		fmt.Fprintf(w, "  committed %.12s (%d changes)\n", s.Commit, len(s.Committed))
+		for _, c := range s.Committed {
+			fmt.Fprintf(w, "    %s\n", c)
+		}
+	}
+	for _, c := range s.Conflicts {
+		fmt.Fprintf(w, "  conflict %s: %s\n", c.Path, c.Reason)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintf(w, "  error    %s\n", e)
 	}
 }
 

@@ -1,0 +1,193 @@
+package computerfs
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/gittest"
+	"github.com/computerfs/computerfs/internal/testmount"
+)
+
+// TestSyncGitMounted: a git source with push, edited through the FUSE
+// mount. `computerfs sync` commits the edit (author and message from the
+// spec) and pushes it; a commit the agent made with the git CLI on the
+// mount is pushed as it is; a push behind the workspace's back makes the
+// next sync a reported conflict (exit 1) that leaves the remote alone and
+// keeps the local commit.
+func TestSyncGitMounted(t *testing.T) {
+	bare := gittest.Bare(t, gittest.NewRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}))
+	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true, author: \"Agent <agent@example.com>\", message: \"agent edits\"}\nsync:\n  debounce: 1h\n")
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
+	bin := testmount.Binary(t)
+	repo := filepath.Join(m.Dir, "r")
+	cli := func(wantErr bool, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append(args, "-w", m.Dir)...).CombinedOutput()
+		if (err != nil) != wantErr {
+			t.Fatalf("computerfs %v: %v\n%s\ndaemon log:\n%s", args, err, out, m.Log())
+		}
+		return string(out)
+	}
+	remote := func(args ...string) string { t.Helper(); return gittest.Git(t, bare, args...) }
+
+	// An edit and a removal through the mount.
+	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(repo, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if out := cli(false, "status"); !strings.Contains(out, "2 pending") {
+		t.Fatalf("status:\n%s", out)
+	}
+	out := cli(false, "sync")
+	if !strings.Contains(out, "/r (git): pushed") || !strings.Contains(out, "M a.txt") || !strings.Contains(out, "D b.txt") {
+		t.Fatalf("sync:\n%s", out)
+	}
+	if got := remote("log", "-1", "--format=%an <%ae>%n%B", "main"); got != "Agent <agent@example.com>\nagent edits\n\nM a.txt\nD b.txt" {
+		t.Fatalf("pushed commit:\n%s", got)
+	}
+	if got := remote("ls-tree", "-r", "--name-only", "main"); got != "a.txt" {
+		t.Fatalf("tree %q", got)
+	}
+	// The workspace's git agrees: clean, at the pushed commit.
+	if got := gittest.Git(t, repo, "status", "--porcelain"); got != "" {
+		t.Fatalf("git status on the mount:\n%s", got)
+	}
+	if gittest.Head(t, repo) != remote("rev-parse", "main") {
+		t.Fatal("HEAD on the mount is not the pushed commit")
+	}
+
+	// The agent's own commit is pushed as it is.
+	gittest.Commit(t, repo, map[string]string{"c.txt": "c\n"}, "the agent's commit")
+	mine := gittest.Head(t, repo)
+	out = cli(false, "sync")
+	if !strings.Contains(out, "pushed "+mine[:12]) || strings.Contains(out, "committed") {
+		t.Fatalf("sync of the agent's commit:\n%s", out)
+	}
+	if got := remote("rev-parse", "main"); got != mine {
+		t.Fatalf("remote main %s, want the agent's %s", got, mine)
+	}
+
+	// Someone pushes behind the workspace's back; the agent edits.
+	other := t.TempDir()
+	gittest.Git(t, "", "clone", "-q", bare, other)
+	theirs := gittest.Commit(t, other, map[string]string{"a.txt": "theirs\n"}, "theirs")
+	gittest.Git(t, other, "push", "-q", "origin", "main")
+	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("ours\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = cli(true, "sync")
+	if !strings.Contains(out, "conflict /r:") || !strings.Contains(out, "not a fast-forward") || !strings.Contains(out, "committed") {
+		t.Fatalf("sync with a conflict:\n%s", out)
+	}
+	if got := remote("rev-parse", "main"); got != theirs {
+		t.Fatalf("remote main %s, want theirs %s", got, theirs)
+	}
+	if got := gittest.Git(t, repo, "log", "-1", "--format=%P"); got != mine {
+		t.Fatalf("local commit's parent %s, want %s", got, mine)
+	}
+	if out := cli(false, "status"); !strings.Contains(out, "conflict /r:") {
+		t.Fatalf("status:\n%s", out)
+	}
+	// The agent takes theirs in (fetch and rebase on the mount); the next
+	// sync pushes and clears the conflict.
+	gittest.Git(t, repo, "fetch", "-q", bare, "main")
+	gittest.Git(t, repo, "rebase", "-q", "-X", "theirs", "FETCH_HEAD")
+	out = cli(false, "sync")
+	if !strings.Contains(out, "pushed") {
+		t.Fatalf("sync after the rebase:\n%s", out)
+	}
+	if got := remote("rev-parse", "main~1"); got != theirs {
+		t.Fatalf("remote main~1 %s, want theirs %s", got, theirs)
+	}
+	if out := cli(false, "status"); strings.Contains(out, "conflict") {
+		t.Fatalf("status after resolving:\n%s", out)
+	}
+}
+
+// TestSyncGitCrash: the daemon is killed (SIGKILL) at a random point of a
+// git sync of 150 changed files (new, edited, deleted); after the restart a sync
+// finishes the work, and the remote holds exactly one commit per round
+// (no duplicate), whose tree is the workspace's.
+func TestSyncGitCrash(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	gittest.Generate(t, src, 500, 3, 7)
+	bare := gittest.Bare(t, src)
+	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true}\nsync:\n  debounce: 1h\n")
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
+	bin := testmount.Binary(t)
+	repo := filepath.Join(m.Dir, "r")
+	base, _ := strconv.Atoi(gittest.Git(t, bare, "rev-list", "--count", "main"))
+	rng := rand.New(rand.NewPCG(3, 4))
+	start := time.Now()
+	rounds, files := 3, 150
+	if testing.Short() {
+		rounds = 2
+	}
+	for round := range rounds {
+		for i := range files {
+			p := filepath.Join(repo, fmt.Sprintf("crash/d%d/f%03d", i%7, i))
+			switch {
+			case round == 0 || rng.IntN(3) == 0:
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, fmt.Appendf(nil, "round %d file %d\n", round, i), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case rng.IntN(6) == 0:
+				os.Remove(p)
+			}
+		}
+		cmd := exec.Command(bin, "sync", "-w", m.Dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rng.IntN(600)) * time.Millisecond)
+		m.Kill(t)
+		cmd.Wait()
+		m.Remount(t)
+		out, err := exec.Command(bin, "sync", "-w", m.Dir).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "0 conflicts, 0 errors") {
+			t.Fatalf("round %d: sync after a crash: %v\n%s\ndaemon log:\n%s", round, err, out, m.Log())
+		}
+		if n, _ := strconv.Atoi(gittest.Git(t, bare, "rev-list", "--count", "main")); n != base+round+1 {
+			t.Fatalf("round %d: %d commits on the remote, want %d\n%s", round, n, base+round+1,
+				gittest.Git(t, bare, "log", "--format=%h %s", "-n", "8", "main"))
+		}
+		if got := gittest.Git(t, repo, "status", "--porcelain"); got != "" {
+			t.Fatalf("round %d: work tree not clean after sync:\n%s", round, got)
+		}
+		if local, remote := gittest.Head(t, repo), gittest.Git(t, bare, "rev-parse", "main"); local != remote {
+			t.Fatalf("round %d: HEAD %s, remote %s", round, local, remote)
+		}
+		// The remote's tree below crash/ is the workspace's: blob ids of
+		// the files on the mount against git ls-tree of the remote.
+		var want []string
+		for name, content := range dirFiles(t, filepath.Join(repo, "crash")) {
+			want = append(want, fmt.Sprintf("crash/%s %x", name, sha1.Sum(fmt.Appendf(nil, "blob %d\x00%s", len(content), content))))
+		}
+		sort.Strings(want)
+		var got []string
+		for _, l := range strings.Split(gittest.Git(t, bare, "ls-tree", "-r", "main", "crash/"), "\n") {
+			if f := strings.Fields(l); len(f) == 4 {
+				got = append(got, f[3]+" "+f[2])
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("round %d: the remote's crash/ (%d files) is not the workspace's (%d files): %q vs %q", round, len(got), len(want), got[0], want[0])
+		}
+		t.Logf("round %d: %s (%v)", round, strings.SplitN(string(out), "\n", 2)[0], time.Since(start))
+	}
+	if got := gittest.Git(t, bare, "fsck", "--no-progress"); got != "" {
+		t.Fatalf("fsck: %s", got)
+	}
+}
