@@ -334,6 +334,32 @@ func parseSize(s string) (int64, bool) {
 	return n * mult, true
 }
 
+// countsBytes says whether head's or tail's count option counts bytes
+// (-c, --bytes) rather than lines.
+func countsBytes(opt string) bool { return opt[0] == 'c' || opt == "bytes" }
+
+// badCount is head's and tail's error for a count that does not parse.
+func (c *cmd) badCount(o opt) int {
+	what := "lines"
+	if countsBytes(o.name) {
+		what = "bytes"
+	}
+	c.errorf("invalid number of %s: '%s'", what, o.val)
+	return 1
+}
+
+// fileHeader is the "==> name <==" line head and tail write before each
+// of several inputs, after a blank line but for the first.
+func (c *cmd) fileHeader(name string, first bool) {
+	if !first {
+		c.out.WriteByte('\n')
+	}
+	if name == "-" {
+		name = "standard input"
+	}
+	fmt.Fprintf(c.out, "==> %s <==\n", name)
+}
+
 func cmdHead(c *cmd) int {
 	c.args = append(c.args[:1], numArg(c.args[1:])...)
 	opts, files, ok := c.flags("n:c:qvz", "lines=", "bytes=", "quiet", "silent", "verbose")
@@ -346,14 +372,9 @@ func cmdHead(c *cmd) int {
 		case "n", "lines", "c", "bytes":
 			v, ok := parseSize(o.val)
 			if !ok {
-				what := "lines"
-				if o.name[0] == 'c' || o.name == "bytes" {
-					what = "bytes"
-				}
-				c.errorf("invalid number of %s: '%s'", what, o.val)
-				return 1
+				return c.badCount(o)
 			}
-			n, bytesMode = v, o.name[0] == 'c' || o.name == "bytes"
+			n, bytesMode = v, countsBytes(o.name)
 		case "q", "quiet", "silent":
 			header = false
 		case "v", "verbose":
@@ -363,13 +384,7 @@ func cmdHead(c *cmd) int {
 	first := true
 	return c.eachInput(files, func(name string, r io.Reader) error {
 		if header {
-			if !first {
-				c.out.WriteByte('\n')
-			}
-			if name == "-" {
-				name = "standard input"
-			}
-			fmt.Fprintf(c.out, "==> %s <==\n", name)
+			c.fileHeader(name, first)
 		}
 		first = false
 		if bytesMode {
@@ -463,14 +478,9 @@ func cmdTail(c *cmd) int {
 			v = strings.TrimPrefix(strings.TrimPrefix(v, "+"), "-")
 			num, ok := parseSize(v)
 			if !ok {
-				what := "lines"
-				if o.name[0] == 'c' || o.name == "bytes" {
-					what = "bytes"
-				}
-				c.errorf("invalid number of %s: '%s'", what, o.val)
-				return 1
+				return c.badCount(o)
 			}
-			n, bytesMode = num, o.name[0] == 'c' || o.name == "bytes"
+			n, bytesMode = num, countsBytes(o.name)
 		case "q", "quiet", "silent":
 			header = false
 		case "v", "verbose":
@@ -480,13 +490,7 @@ func cmdTail(c *cmd) int {
 	first := true
 	return c.eachInput(files, func(name string, r io.Reader) error {
 		if header {
-			if !first {
-				c.out.WriteByte('\n')
-			}
-			if name == "-" {
-				name = "standard input"
-			}
-			fmt.Fprintf(c.out, "==> %s <==\n", name)
+			c.fileHeader(name, first)
 		}
 		first = false
 		data, err := io.ReadAll(r)
