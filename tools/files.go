@@ -74,9 +74,14 @@ func (r ReadResult) summary() string {
 	if r.Binary {
 		return fmt.Sprintf("binary %s, %d bytes", r.MediaType, r.Size)
 	}
-	s := fmt.Sprintf("lines %d-%d of %d bytes", r.FirstLine, r.FirstLine+r.Lines-1, r.Size)
-	if r.NextOffset > 0 {
-		s += fmt.Sprintf(", next offset %d", r.NextOffset)
+	return withNext(fmt.Sprintf("lines %d-%d of %d bytes", r.FirstLine, r.FirstLine+r.Lines-1, r.Size), r.NextOffset)
+}
+
+// withNext adds a paginated result's next offset, if there is one, to its
+// summary.
+func withNext(s string, next int) string {
+	if next > 0 {
+		s += fmt.Sprintf(", next offset %d", next)
 	}
 	return s
 }
@@ -428,11 +433,7 @@ type LsResult struct {
 }
 
 func (r LsResult) summary() string {
-	s := fmt.Sprintf("%d entries", len(r.Entries))
-	if r.NextOffset > 0 {
-		s += fmt.Sprintf(", next offset %d", r.NextOffset)
-	}
-	return s
+	return withNext(fmt.Sprintf("%d entries", len(r.Entries)), r.NextOffset)
 }
 
 // Text is the result as a model reads it.

@@ -35,11 +35,7 @@ type FindResult struct {
 }
 
 func (r FindResult) summary() string {
-	s := fmt.Sprintf("%d paths", len(r.Paths))
-	if r.NextOffset > 0 {
-		s += fmt.Sprintf(", next offset %d", r.NextOffset)
-	}
-	return s
+	return withNext(fmt.Sprintf("%d paths", len(r.Paths)), r.NextOffset)
 }
 
 // Text is the result as a model reads it.
@@ -152,11 +148,7 @@ type GrepResult struct {
 }
 
 func (r GrepResult) summary() string {
-	s := fmt.Sprintf("%d matches", len(r.Matches))
-	if r.NextOffset > 0 {
-		s += fmt.Sprintf(", next offset %d", r.NextOffset)
-	}
-	return s
+	return withNext(fmt.Sprintf("%d matches", len(r.Matches)), r.NextOffset)
 }
 
 // Text is the result as a model reads it: file:line:text, context lines
