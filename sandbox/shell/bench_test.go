@@ -3,8 +3,6 @@ package shell
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -21,15 +19,8 @@ func BenchmarkCorpus(b *testing.B) {
 	entries := readCorpus(b)
 	s, fs := newShell(b)
 	writeFixtureStore(b, fs)
-	base, err := os.MkdirTemp("/dev/shm", "shellbench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	ws, tmp := base+"/w", base+"/t"
-	os.Mkdir(ws, 0o755)
-	os.Mkdir(tmp, 0o1777)
-	writeFixtureDir(b, ws)
+	ws, tmp, remove := tmpfsFixture(b, "shellbench-")
+	defer remove()
 	const runs = 5
 	var fastMed, bashMed []float64
 	for i := 0; i < b.N; i++ {
@@ -45,10 +36,7 @@ func BenchmarkCorpus(b *testing.B) {
 				s.Exec(context.Background(), e.cmd, ExecOptions{Stdout: &out, Stderr: &out, Timeout: 10 * time.Second})
 				f = append(f, time.Since(start).Seconds())
 
-				script := strings.ReplaceAll(strings.ReplaceAll(e.cmd, "/workspace", ws), "/tmp", tmp)
-				cmd := exec.Command("bash", "-c", script)
-				cmd.Dir = ws
-				cmd.Env = []string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + tmp}
+				cmd := bashCommand(ws, tmp, e.cmd)
 				cmd.Stdout, cmd.Stderr = &out, &out
 				start = time.Now()
 				cmd.Run()

@@ -67,28 +67,42 @@ func readCorpusFile(t testing.TB, name string) []corpusEntry {
 	return out
 }
 
+// tmpfsFixture writes the fixture into a new directory on tmpfs, with a
+// private temporary directory beside it; remove deletes both.
+func tmpfsFixture(t testing.TB, pattern string) (ws, tmp string, remove func()) {
+	t.Helper()
+	base, err := os.MkdirTemp("/dev/shm", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, tmp = base+"/w", base+"/t"
+	os.Mkdir(ws, 0o755)
+	os.Mkdir(tmp, 0o1777)
+	writeFixtureDir(t, ws)
+	return ws, tmp, func() { os.RemoveAll(base) }
+}
+
+// bashCommand is command for bash on a tmpfsFixture: /workspace and /tmp
+// rewritten to ws and tmp, and an environment like the fast path's.
+func bashCommand(ws, tmp, command string) *exec.Cmd {
+	script := strings.ReplaceAll(strings.ReplaceAll(command, "/workspace", ws), "/tmp", tmp)
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = ws
+	cmd.Env = []string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + tmp}
+	return cmd
+}
+
 // bashRun runs a command with bash and GNU coreutils in a copy of the
 // fixture on tmpfs. /workspace and /tmp in the command are rewritten to
 // the copy and a private temporary directory, and back in the output.
 func bashRun(t testing.TB, command string) (string, int) {
-	base, err := os.MkdirTemp("/dev/shm", "shellcorpus-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	ws, tmp := base+"/w", base+"/t"
-	os.Mkdir(ws, 0o755)
-	os.Mkdir(tmp, 0o1777)
-	writeFixtureDir(t, ws)
-	script := strings.ReplaceAll(command, "/workspace", ws)
-	script = strings.ReplaceAll(script, "/tmp", tmp)
-	cmd := exec.Command("bash", "-c", script)
-	cmd.Dir = ws
-	cmd.Env = []string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + tmp}
+	ws, tmp, remove := tmpfsFixture(t, "shellcorpus-")
+	defer remove()
+	cmd := bashCommand(ws, tmp, command)
 	cmd.Stdin = strings.NewReader("")
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	err = cmd.Run()
+	err := cmd.Run()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -3,7 +3,6 @@ package shell_test
 import (
 	"context"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -37,15 +36,8 @@ func BenchmarkExecBackends(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	base, err := os.MkdirTemp("/dev/shm", "execbench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	ws, tmp := base+"/w", base+"/t"
-	os.Mkdir(ws, 0o755)
-	os.Mkdir(tmp, 0o1777)
-	shell.WriteFixtureDir(b, ws)
+	ws, tmp, remove := shell.TmpfsFixture(b, "execbench-")
+	defer remove()
 
 	ctx := context.Background()
 	timeExec := func(backend, command string) float64 {
@@ -56,10 +48,7 @@ func BenchmarkExecBackends(b *testing.B) {
 		return time.Since(start).Seconds()
 	}
 	timeBash := func(command string) float64 {
-		script := strings.ReplaceAll(strings.ReplaceAll(command, "/workspace", ws), "/tmp", tmp)
-		cmd := exec.Command("bash", "-c", script)
-		cmd.Dir = ws
-		cmd.Env = []string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + tmp}
+		cmd := shell.BashCommand(ws, tmp, command)
 		start := time.Now()
 		cmd.Run()
 		return time.Since(start).Seconds()
