@@ -254,9 +254,7 @@ func (w *Workspace) route(req *ExecRequest) (b backend.Backend, why string, err 
 	}
 	switch req.Backend {
 	case "", "auto":
-		fs := w.FS.As(kv.Actor{Entry: "shell"})
-		fs.SetRootPrefix("/workspace")
-		ok, reason := shell.New(fs, shell.Options{}).CanRunIn(req.Cwd, req.Command)
+		ok, reason := w.shell.CanRunIn(req.Cwd, req.Command)
 		if ok {
 			return w.shell, "every command in the script is built into the fast path", nil
 		}

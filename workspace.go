@@ -21,6 +21,7 @@ import (
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sandbox/backend"
+	"github.com/computerfs/computerfs/sandbox/shell"
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/syncer"
@@ -69,7 +70,7 @@ type Workspace struct {
 	closeOnce  sync.Once
 	closeErr   error
 
-	shell        backend.Backend
+	shell        *shell.Backend
 	sandbox      backend.Backend // nil: noSandbox says why
 	noSandbox    string
 	allowNetwork bool

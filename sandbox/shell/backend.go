@@ -24,9 +24,7 @@ func (b *Backend) Name() string { return "shell" }
 // Exec runs command on the fast path. Options.Network is ignored: the
 // fast path has no network commands.
 func (b *Backend) Exec(ctx context.Context, command string, opts api.Options) (api.Result, error) {
-	fs := b.FS.As(kv.Actor{Entry: "shell", Request: opts.Request})
-	fs.SetRootPrefix(wsRoot) // absolute symlinks mean what they mean in the sandbox
-	res, err := New(fs, b.Opts).Exec(ctx, command, ExecOptions{
+	res, err := b.shell(opts.Request).Exec(ctx, command, ExecOptions{
 		Cwd: opts.Cwd, Env: opts.Env, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr,
 		Timeout: opts.Timeout, MaxOutput: opts.MaxOutput,
 	})
@@ -34,4 +32,18 @@ func (b *Backend) Exec(ctx context.Context, command string, opts api.Options) (a
 		return api.Result{}, err
 	}
 	return api.Result{ExitCode: res.ExitCode, Duration: res.Duration, Truncated: res.Truncated, Stopped: res.Stopped}, nil
+}
+
+// CanRunIn is Shell.CanRunIn on the backend's workspace: whether command,
+// run in cwd, runs entirely on the fast path (see CanRunIn).
+func (b *Backend) CanRunIn(cwd, command string) (ok bool, reason string) {
+	return b.shell("").CanRunIn(cwd, command)
+}
+
+// shell is a Shell on the workspace as /workspace, whose changes are
+// journaled as the entry point "shell" with the request's id.
+func (b *Backend) shell(request string) *Shell {
+	fs := b.FS.As(kv.Actor{Entry: "shell", Request: request})
+	fs.SetRootPrefix(wsRoot) // absolute symlinks mean what they mean in the sandbox
+	return New(fs, b.Opts)
 }
