@@ -24,12 +24,7 @@ type stoppable struct {
 	ctx context.Context
 }
 
-func (s stoppable) Read(p []byte) (int, error) {
-	if s.ctx.Err() != nil {
-		return 0, context.Cause(s.ctx)
-	}
-	return s.vfile.Read(p)
-}
+func (s stoppable) Read(p []byte) (int, error) { return stoppableReader{s.vfile, s.ctx}.Read(p) }
 
 type stoppableReader struct {
 	io.Reader
