@@ -1,6 +1,8 @@
 package fs
 
 import (
+	"syscall"
+
 	"github.com/computerfs/computerfs/kv"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -14,7 +16,7 @@ func (f *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut)
 	if !a.IsDir() {
 		return fuse.ENOTDIR
 	}
-	out.Fh = f.newHandle(in.NodeId)
+	out.Fh = f.newHandle(in.NodeId, syscall.O_RDONLY)
 	// Let the kernel cache the listing: it drops the cache itself when the
 	// directory changes through the mount (other paths into the store must
 	// notify it). Unless the access time is due: then the first READDIR

@@ -51,10 +51,13 @@ type FS struct {
 
 // handle is an open file or directory.
 type handle struct {
-	ino   uint64
-	mu    sync.Mutex // guards the fields below
-	wrote bool
-	dirty bool // wrote since open
+	ino uint64
+	// flushEach: each write is flushed before it is answered (a write-only
+	// handle, opened with FOPEN_NOFLUSH: its close sends no FLUSH)
+	flushEach bool
+	mu        sync.Mutex // guards the fields below
+	wrote     bool
+	dirty     bool // wrote since open
 	// directory streams: the entries of the last READDIR reply, so that a
 	// READDIR at the offset of any of them (the kernel may have used only
 	// part of the reply) resumes right after it.

@@ -214,6 +214,15 @@ func mounted(t *testing.T, dir string) bool {
 // random moments while files are being written, then checks the promise of
 // the README: the store opens, and every file whose close(2) or fsync(2)
 // returned before the crash is there with its full contents.
+// openModes are the ways TestCrashKeepsClosedAndSyncedFiles opens the files
+// it writes.
+var openModes = []int{
+	os.O_RDWR | os.O_CREATE | os.O_TRUNC,    // os.Create: FLUSH at close
+	os.O_WRONLY | os.O_CREATE | os.O_EXCL,   // tar, touch: no FLUSH
+	os.O_WRONLY | os.O_CREATE | os.O_APPEND, // shell >>: no FLUSH
+	os.O_WRONLY | os.O_CREATE | os.O_TRUNC,  // dd, shell >: FLUSH
+}
+
 func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
 	requireRoot(t)
 	rounds := 4
@@ -248,11 +257,21 @@ func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
 					return
 				default:
 				}
-				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+				// Read-write handles flush at close (FLUSH); write-only
+				// ones that do not truncate flush each write instead
+				// (FOPEN_NOFLUSH): cover both, and appends.
+				flags := openModes[i%len(openModes)]
+				f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), flags, 0o644)
 				if err != nil {
 					return
 				}
-				if _, err := f.Write(content(round, i)); err != nil {
+				data := content(round, i)
+				half := len(data) / 2
+				if _, err := f.Write(data[:half]); err != nil {
+					f.Close()
+					return
+				}
+				if _, err := f.Write(data[half:]); err != nil {
 					f.Close()
 					return
 				}
