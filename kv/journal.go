@@ -77,6 +77,9 @@ type Record struct {
 	// where computes Path and Path2 just before the record is written
 	// (and not at all when a write joins the previous record).
 	where func() (string, string)
+	// movesDir: a rename that moves, exchanges or replaces a directory
+	// (the paths of directories cached for where may change)
+	movesDir bool
 }
 
 const journalVersion = 1
@@ -172,8 +175,11 @@ func (s *Store) commitRecord(b *pebble.Batch, rec *Record, a *Actor) error {
 	}
 	rec.where = nil
 	s.jlast = *rec
-	if rec.Op == JRmdir || rec.Op == JRename {
-		clear(s.dirPaths) // a directory may have moved or gone
+	switch {
+	case rec.Op == JRmdir:
+		delete(s.dirPaths, rec.Ino) // it was empty: no path below it is cached
+	case rec.movesDir:
+		clear(s.dirPaths)
 	}
 	return nil
 }

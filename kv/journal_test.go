@@ -146,3 +146,39 @@ func TestCheckFindsJournalDamage(t *testing.T) {
 		t.Fatalf("damaged journal: %q %v", p, err)
 	}
 }
+
+// TestJournalPathsFollowDirectoryMoves: records name the path a file has at
+// the time of the change, whatever the cache of directory paths holds.
+func TestJournalPathsFollowDirectoryMoves(t *testing.T) {
+	s := newStore(t)
+	a := mkdir(t, s, RootIno, "a")
+	b := mkdir(t, s, a.Ino, "b")
+	f := mkfile(t, s, b.Ino, "f")
+	mkfile(t, s, RootIno, "g")
+	lastPath := func() string {
+		t.Helper()
+		got := journal(t, s, s.LastSeq()-1)
+		return strings.Fields(got[len(got)-1])[2]
+	}
+	step := func(what, want string, change func() error) {
+		t.Helper()
+		if err := change(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		write(t, s, f.Ino, 0, []byte(what))
+		if got := lastPath(); got != want {
+			t.Fatalf("after %s: the write is recorded at %s, want %s", what, got, want)
+		}
+	}
+	step("nothing", "/a/b/f", func() error { return nil })
+	step("a file moved", "/a/b/f", func() error { return s.Rename(RootIno, "g", a.Ino, "g2", 0) })
+	step("a directory exchanged with a file", "/a/g2/f", func() error {
+		return s.Rename(a.Ino, "b", a.Ino, "g2", RenameExchange)
+	})
+	c := mkdir(t, s, RootIno, "c")
+	step("a directory moved", "/c/a/g2/f", func() error { return s.Rename(RootIno, "a", c.Ino, "a", 0) })
+	mkdir(t, s, b.Ino, "e")
+	step("a directory removed", "/c/a/g2/f", func() error { return s.Rmdir(b.Ino, "e") })
+	mkdir(t, s, RootIno, "d")
+	step("a directory replaced", "/d/g2/f", func() error { return s.Rename(c.Ino, "a", RootIno, "d", 0) })
+}

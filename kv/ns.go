@@ -619,7 +619,7 @@ func (s *Store) rename(actor *Actor, oldDir uint64, oldName string, newDir uint6
 				np.Nlink--
 			}
 		}
-		return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName), actor)
+		return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName, srcDir || dstDir), actor)
 	}
 
 	t.b.Delete(direntKey(oldDir, oldName), nil)
@@ -636,11 +636,11 @@ func (s *Store) rename(actor *Actor, oldDir uint64, oldName string, newDir uint6
 		op.Nlink--
 		np.Nlink++
 	}
-	return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName), actor)
+	return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName, srcDir || dstDir), actor)
 }
 
-func renameRecord(s *Store, ino, oldDir uint64, oldName string, newDir uint64, newName string) *Record {
-	return &Record{Op: JRename, Ino: ino, where: func() (string, string) {
+func renameRecord(s *Store, ino, oldDir uint64, oldName string, newDir uint64, newName string, movesDir bool) *Record {
+	return &Record{Op: JRename, Ino: ino, movesDir: movesDir, where: func() (string, string) {
 		return s.entryPath(oldDir, oldName), s.entryPath(newDir, newName)
 	}}
 }
