@@ -11,8 +11,6 @@ import (
 	"sort"
 	"syscall"
 	"testing"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // quietOptions are the options every test opens stores with: Pebble's
@@ -289,6 +287,16 @@ func checkInvariants(t testing.TB, s *Store, o checkOpts) *rawState {
 	if st.format != FormatVersion {
 		errorf("format version %d", st.format)
 	}
+	s.attrs.mu.Lock()
+	for ino, cached := range s.attrs.m {
+		r := st.inodes[ino]
+		if r == nil || r.attr == nil {
+			errorf("the attribute cache holds inode %d, which the store does not have", ino)
+		} else if *r.attr != cached {
+			errorf("the attribute cache holds %+v for inode %d, the store %+v", cached, ino, *r.attr)
+		}
+	}
+	s.attrs.mu.Unlock()
 	var maxIno uint64
 	for ino, r := range st.inodes {
 		maxIno = max(maxIno, ino)
@@ -574,9 +582,14 @@ func isSentinel(err error) bool {
 }
 
 // plantKey writes a raw key into an open store (for corrupting tests).
+// It goes through commit, as the store's own writes do, so that the
+// attribute cache sees it.
 func plantKey(t testing.TB, s *Store, key, value []byte) {
 	t.Helper()
-	if err := s.db.Set(key, value, pebble.Sync); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(key, value, nil)
+	if err := s.commit(b); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -77,8 +77,10 @@ type Record struct {
 	// where computes Path and Path2 just before the record is written
 	// (and not at all when a write joins the previous record).
 	where func() (string, string)
-	// movesDir: a rename that moves, exchanges or replaces a directory
-	// (the paths of directories cached for where may change)
+	// For the cache of paths: a rename's replaced or exchanged inode, and
+	// whether the rename moves, exchanges or replaces a directory (the
+	// paths of everything below it change).
+	replaced uint64
 	movesDir bool
 }
 
@@ -135,10 +137,10 @@ type journalState struct {
 	// jmu orders records: it is held from taking a sequence number to the
 	// commit of its batch, so records become visible in sequence order.
 	jmu        sync.Mutex
-	jnext      uint64 // the next sequence number
-	jlast      Record // the last record written (for joining writes)
-	dirPaths   map[uint64]string
-	journalOff bool // no journal (imports into a new store, benchmarks)
+	jnext      uint64            // the next sequence number
+	jlast      Record            // the last record written (for joining writes)
+	paths      map[uint64]string // inode -> the path of its first name, for records
+	journalOff bool              // no journal (imports into a new store, benchmarks)
 }
 
 // system is the actor of changes made through the Store's own methods
@@ -175,34 +177,47 @@ func (s *Store) commitRecord(b *pebble.Batch, rec *Record, a *Actor) error {
 	}
 	rec.where = nil
 	s.jlast = *rec
-	switch {
-	case rec.Op == JRmdir:
-		delete(s.dirPaths, rec.Ino) // it was empty: no path below it is cached
-	case rec.movesDir:
-		clear(s.dirPaths)
-	}
+	s.notePath(rec, join)
 	return nil
 }
 
-// dirPath returns the path of directory dir ("" for the root), from the
-// back references, with a cache. jmu is held.
+// notePath keeps the cache of paths right after a change: a new inode's
+// path is the one the record names, a removed name or a renamed inode
+// loses its path, and when a directory moves everything below it does.
+// jmu is held.
+func (s *Store) notePath(rec *Record, joined bool) {
+	switch rec.Op {
+	case JCreate, JMkdir, JSymlink:
+		if !joined {
+			s.cachePath(rec.Ino, rec.Path)
+		}
+	case JUnlink, JRmdir: // a removed directory was empty: nothing below it is cached
+		delete(s.paths, rec.Ino)
+	case JRename:
+		if rec.movesDir {
+			clear(s.paths)
+		}
+		delete(s.paths, rec.Ino)
+		delete(s.paths, rec.replaced)
+	}
+}
+
+func (s *Store) cachePath(ino uint64, p string) {
+	if len(s.paths) >= 16384 {
+		clear(s.paths)
+	}
+	s.paths[ino] = p
+}
+
+// dirPath returns the path of directory dir ("" for the root). jmu is held.
 func (s *Store) dirPath(dir uint64) string {
 	if dir == RootIno {
 		return ""
 	}
-	if p, ok := s.dirPaths[dir]; ok {
+	if p, ok := s.pathOf(dir); ok {
 		return p
 	}
-	parent, name, err := s.firstName(dir)
-	if err != nil {
-		return fmt.Sprintf("(inode %d)", dir)
-	}
-	p := s.dirPath(parent) + "/" + name
-	if len(s.dirPaths) > 4096 {
-		clear(s.dirPaths)
-	}
-	s.dirPaths[dir] = p
-	return p
+	return fmt.Sprintf("(inode %d)", dir)
 }
 
 // inoPath returns a path of ino (its first name), for records of changes
@@ -211,11 +226,25 @@ func (s *Store) inoPath(ino uint64) string {
 	if ino == RootIno {
 		return "/"
 	}
+	if p, ok := s.pathOf(ino); ok {
+		return p
+	}
+	return fmt.Sprintf("(inode %d, unlinked)", ino)
+}
+
+// pathOf returns the path of a inode other than the root by its first
+// name, from the back references, with a cache. jmu is held.
+func (s *Store) pathOf(ino uint64) (string, bool) {
+	if p, ok := s.paths[ino]; ok {
+		return p, true
+	}
 	parent, name, err := s.firstName(ino)
 	if err != nil {
-		return fmt.Sprintf("(inode %d, unlinked)", ino)
+		return "", false
 	}
-	return s.dirPath(parent) + "/" + name
+	p := s.dirPath(parent) + "/" + name
+	s.cachePath(ino, p)
+	return p, true
 }
 
 func (s *Store) entryPath(dir uint64, name string) string { return s.dirPath(dir) + "/" + name }
@@ -240,7 +269,7 @@ func (s *Store) firstName(ino uint64) (uint64, string, error) {
 
 // loadJournal finds the next sequence number at open.
 func (s *Store) loadJournal() error {
-	s.dirPaths = make(map[uint64]string)
+	s.paths = make(map[uint64]string)
 	s.jnext = 1
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxJournal}, UpperBound: []byte{pfxJournal + 1}})
 	if err != nil {

@@ -181,4 +181,16 @@ func TestJournalPathsFollowDirectoryMoves(t *testing.T) {
 	step("a directory removed", "/c/a/g2/f", func() error { return s.Rmdir(b.Ino, "e") })
 	mkdir(t, s, RootIno, "d")
 	step("a directory replaced", "/d/g2/f", func() error { return s.Rename(c.Ino, "a", RootIno, "d", 0) })
+	step("the file renamed", "/d/g2/f2", func() error { return s.Rename(b.Ino, "f", b.Ino, "f2", 0) })
+	step("a second name", "/d/g2/f2", func() error { _, err := s.Link(f.Ino, RootIno, "z"); return err })
+	step("the first name removed", "/z", func() error { return s.Unlink(b.Ino, "f2") })
+	h := mkfile(t, s, RootIno, "h")
+	step("a file exchanged with it", "/h", func() error { return s.Rename(RootIno, "h", RootIno, "z", RenameExchange) })
+	write(t, s, h.Ino, 0, []byte("h"))
+	if got := lastPath(); got != "/z" {
+		t.Fatalf("the exchanged file's write is recorded at %s, want /z", got)
+	}
+	s.SetInUse(func(uint64, bool) bool { return true }) // f stays, as if open
+	mkfile(t, s, RootIno, "i")
+	step("replaced by a rename", "(inode", func() error { return s.Rename(RootIno, "i", RootIno, "h", 0) })
 }

@@ -50,10 +50,17 @@ func checkName(name string) error {
 
 // GetAttr returns an inode's attributes.
 func (s *Store) GetAttr(ino uint64) (a Attr, err error) {
+	a, ok, gen := s.attrs.get(ino)
+	if ok {
+		return a, nil
+	}
 	err = s.view(attrKey(ino), func(v []byte) (err error) {
 		a, err = decodeAttr(v)
 		return err
 	})
+	if err == nil {
+		s.attrs.add(a, gen)
+	}
 	return a, err
 }
 
@@ -619,7 +626,7 @@ func (s *Store) rename(actor *Actor, oldDir uint64, oldName string, newDir uint6
 				np.Nlink--
 			}
 		}
-		return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName, srcDir || dstDir), actor)
+		return t.commitRecord(renameRecord(s, src, dst, oldDir, oldName, newDir, newName, srcDir || dstDir), actor)
 	}
 
 	t.b.Delete(direntKey(oldDir, oldName), nil)
@@ -636,11 +643,11 @@ func (s *Store) rename(actor *Actor, oldDir uint64, oldName string, newDir uint6
 		op.Nlink--
 		np.Nlink++
 	}
-	return t.commitRecord(renameRecord(s, src, oldDir, oldName, newDir, newName, srcDir || dstDir), actor)
+	return t.commitRecord(renameRecord(s, src, dst, oldDir, oldName, newDir, newName, srcDir || dstDir), actor)
 }
 
-func renameRecord(s *Store, ino, oldDir uint64, oldName string, newDir uint64, newName string, movesDir bool) *Record {
-	return &Record{Op: JRename, Ino: ino, movesDir: movesDir, where: func() (string, string) {
+func renameRecord(s *Store, ino, replaced, oldDir uint64, oldName string, newDir uint64, newName string, movesDir bool) *Record {
+	return &Record{Op: JRename, Ino: ino, replaced: replaced, movesDir: movesDir, where: func() (string, string) {
 		return s.entryPath(oldDir, oldName), s.entryPath(newDir, newName)
 	}}
 }

@@ -328,7 +328,10 @@ func TestCheckFindsDamage(t *testing.T) {
 
 func deleteKey(t *testing.T, s *Store, key []byte) {
 	t.Helper()
-	if err := s.db.Delete(key, pebble.Sync); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Delete(key, nil)
+	if err := s.commit(b); err != nil {
 		t.Fatal(err)
 	}
 }

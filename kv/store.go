@@ -85,6 +85,7 @@ type Store struct {
 	nextIno uint64     // guarded by nsMu
 	inodes  atomic.Int64
 	stripes [64]sync.Mutex
+	attrs   *attrCache
 
 	// inUse reports whether something outside the store (the kernel) still
 	// references an inode, so that an unlinked inode must be kept as an orphan.
@@ -135,7 +136,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{})}
+	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.journalOff = opts.NoJournal
 	s.fetches = make(map[uint64]*fetchCall)
@@ -443,6 +444,7 @@ func (s *Store) commit(b *pebble.Batch) error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.attrs.committed(b)
 	s.dirty.Store(true)
 	s.unsynced.Store(true)
 	return nil

@@ -1,0 +1,140 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// attrCacheSize bounds the attribute cache: about 2 MiB.
+const attrCacheSize = 1 << 14
+
+// attrCache keeps the attributes of recently used inodes in memory. Every
+// namespace operation reads its directory's attributes and the kernel asks
+// for them again after each change (default_permissions); each of those
+// reads was a seek through Pebble's memtable and tables.
+//
+// The cache is exact, never stale:
+//   - commit updates it from the attribute keys of every batch it commits,
+//     after the commit and before the writer lets go of the inodes' stripe
+//     locks (every writer of an inode's attributes holds its stripe), so
+//     writers of one inode update it in the order they committed;
+//   - a reader that missed adds what it read from Pebble only if no commit
+//     updated the cache since before its read (gen), so an older value
+//     read concurrently with a commit never replaces the newer one.
+type attrCache struct {
+	mu  sync.Mutex
+	m   map[uint64]Attr
+	max int    // entries
+	gen uint64 // incremented by every update from a commit
+}
+
+func newAttrCache(max int) *attrCache { return &attrCache{m: make(map[uint64]Attr), max: max} }
+
+// get returns ino's cached attributes, or the generation to pass to add
+// once they have been read from the store.
+func (c *attrCache) get(ino uint64) (a Attr, ok bool, gen uint64) {
+	c.mu.Lock()
+	a, ok = c.m[ino]
+	gen = c.gen
+	c.mu.Unlock()
+	return a, ok, gen
+}
+
+// add caches attributes read from the store, unless a commit updated the
+// cache since gen.
+func (c *attrCache) add(a Attr, gen uint64) {
+	c.mu.Lock()
+	if c.gen == gen {
+		c.put(a)
+	}
+	c.mu.Unlock()
+}
+
+// put caches a, making room by dropping an arbitrary entry. c.mu is held.
+func (c *attrCache) put(a Attr) {
+	if _, ok := c.m[a.Ino]; !ok && len(c.m) >= c.max {
+		for ino := range c.m {
+			delete(c.m, ino)
+			break
+		}
+	}
+	c.m[a.Ino] = a
+}
+
+// committed updates the cache from a batch that was just committed: the
+// attributes it set, and the inodes it deleted.
+func (c *attrCache) committed(b *pebble.Batch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	r := b.Reader()
+	for {
+		kind, k, v, ok, err := r.Next()
+		if !ok || err != nil {
+			if err != nil { // cannot happen for a batch we built; be safe
+				clear(c.m)
+			}
+			return
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			if ino, isAttr := attrKeyIno(k); isAttr {
+				if a, err := decodeAttr(v); err == nil {
+					c.put(a)
+				} else {
+					delete(c.m, ino)
+				}
+			}
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
+			if ino, isAttr := attrKeyIno(k); isAttr {
+				delete(c.m, ino)
+			}
+		case pebble.InternalKeyKindRangeDelete:
+			c.deleteRange(k, v)
+		default: // merges and the like: not written by the store
+			clear(c.m)
+		}
+	}
+}
+
+// deleteRange drops the inodes whose attribute keys lie in [start, end).
+func (c *attrCache) deleteRange(start, end []byte) {
+	if len(start) == 0 || start[0] != pfxInode || len(end) == 0 || end[0] != pfxInode {
+		// The store deletes ranges of one inode's keys, or of keys under
+		// another prefix (the journal's). Anything else that reaches
+		// inode keys is not worth being precise about.
+		if bytes.Compare(start, []byte{pfxInode + 1}) < 0 && bytes.Compare(end, []byte{pfxInode}) > 0 {
+			clear(c.m)
+		}
+		return
+	}
+	first, last := inoOfKey(start), inoOfKey(end)
+	if last-first > 16 {
+		clear(c.m)
+		return
+	}
+	for ino := first; ino <= last; ino++ {
+		if k := attrKey(ino); bytes.Compare(k, start) >= 0 && bytes.Compare(k, end) < 0 {
+			delete(c.m, ino)
+		}
+	}
+}
+
+// attrKeyIno returns the inode of an attribute key.
+func attrKeyIno(k []byte) (uint64, bool) {
+	if len(k) != 10 || k[0] != pfxInode || k[9] != kindAttr {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:9]), true
+}
+
+// inoOfKey returns the inode number in an inode key ('I' ino ...), with a
+// short key's missing bytes taken as zeros.
+func inoOfKey(k []byte) uint64 {
+	var b [8]byte
+	copy(b[:], k[1:])
+	return binary.BigEndian.Uint64(b[:])
+}
