@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,7 +167,11 @@ func BenchmarkS3Lazy(b *testing.B) {
 		// Target: import (listing) and mount, until the mount answers.
 		store := filepath.Join(dir, fmt.Sprintf("store%d", i))
 		start = time.Now()
-		m := testmount.StartPlain(b, store, "--spec", specFile)
+		args := []string{"--spec", specFile}
+		if benchPprof != "" {
+			args = append(args, "--pprof", benchPprof)
+		}
+		m := testmount.StartPlain(b, store, args...)
 		ready.target = append(ready.target, time.Since(start))
 
 		// Baseline: download every object in parallel to a plain directory.
@@ -175,15 +180,52 @@ func BenchmarkS3Lazy(b *testing.B) {
 		download(b, client, bucket, keys, dl)
 		readAll.base = append(readAll.base, time.Since(start))
 		// Target: read every file through the mount, in parallel.
+		stopProfile := profileDaemon(b, fmt.Sprintf("read%d", i))
 		start = time.Now()
 		readTree(b, filepath.Join(m.Dir, "data"), keys)
 		readAll.target = append(readAll.target, time.Since(start))
+		stopProfile()
 		m.Unmount(b)
 		os.RemoveAll(store)
 		os.RemoveAll(dl)
 	}
 	ready.report(b, "mount-ready-vs-list")
 	readAll.report(b, "read-all-vs-download")
+}
+
+// benchPprof (BENCH_PPROF=127.0.0.1:6061) makes BenchmarkS3Lazy start the
+// daemon with --pprof there and save a CPU profile of each read phase in
+// BENCH_PROFILE_DIR (default: the current directory) as read<i>.pprof (the
+// first 3 seconds of the phase).
+var benchPprof = os.Getenv("BENCH_PPROF")
+
+// profileDaemon starts a CPU profile of the daemon (with BENCH_PPROF) and
+// returns the function that ends it and saves it as name.pprof.
+func profileDaemon(b *testing.B, name string) (stop func()) {
+	if benchPprof == "" {
+		return func() {}
+	}
+	dir := os.Getenv("BENCH_PROFILE_DIR")
+	if dir == "" {
+		dir = "."
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The first seconds of the reads (a profile cannot be cut short).
+		resp, err := http.Get("http://" + benchPprof + "/debug/pprof/profile?seconds=3")
+		if err != nil {
+			b.Logf("profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, name+".pprof"))
+		if err == nil {
+			io.Copy(f, resp.Body)
+			f.Close()
+		}
+	}()
+	return func() { <-done }
 }
 
 func listAll(b *testing.B, client *s3.Client, bucket string) []string {
