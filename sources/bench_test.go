@@ -155,6 +155,7 @@ func BenchmarkS3Lazy(b *testing.B) {
 		bucket, srv.Endpoint)), 0o644)
 	testmount.PlainBinary(b) // built before the clock starts
 	var ready, readAll timings
+	var daemonCPU []time.Duration // the daemon's CPU time in each read phase
 	b.ResetTimer()
 	for i := range b.N {
 		// Baseline: list the prefix.
@@ -171,6 +172,7 @@ func BenchmarkS3Lazy(b *testing.B) {
 		if benchPprof != "" {
 			args = append(args, "--pprof", benchPprof)
 		}
+		args = append(args, strings.Fields(os.Getenv("BENCH_DAEMON_ARGS"))...)
 		m := testmount.StartPlain(b, store, args...)
 		ready.target = append(ready.target, time.Since(start))
 
@@ -181,9 +183,11 @@ func BenchmarkS3Lazy(b *testing.B) {
 		readAll.base = append(readAll.base, time.Since(start))
 		// Target: read every file through the mount, in parallel.
 		stopProfile := profileDaemon(b, fmt.Sprintf("read%d", i))
+		cpu := cpuTime(b, m.Pid)
 		start = time.Now()
 		readTree(b, filepath.Join(m.Dir, "data"), keys)
 		readAll.target = append(readAll.target, time.Since(start))
+		daemonCPU = append(daemonCPU, cpuTime(b, m.Pid)-cpu)
 		stopProfile()
 		m.Unmount(b)
 		os.RemoveAll(store)
@@ -191,8 +195,28 @@ func BenchmarkS3Lazy(b *testing.B) {
 	}
 	ready.report(b, "mount-ready-vs-list")
 	readAll.report(b, "read-all-vs-download")
+	perFile := med(daemonCPU) / s3Objects
+	b.ReportMetric(float64(perFile.Microseconds()), "daemon-cpu-us/file")
+	b.Logf("daemon CPU per file read: %v", perFile)
 }
 
+// cpuTime is the CPU time (user and system) that process pid has used.
+func cpuTime(b *testing.B, pid int) time.Duration {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name (which may hold spaces).
+	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+2:]))
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// BENCH_DAEMON_ARGS adds flags to the daemon's command line in
+// BenchmarkS3Lazy (experiments: "--cache-size 64").
+//
 // benchPprof (BENCH_PPROF=127.0.0.1:6061) makes BenchmarkS3Lazy start the
 // daemon with --pprof there and save a CPU profile of each read phase in
 // BENCH_PROFILE_DIR (default: the current directory) as read<i>.pprof (the
