@@ -98,6 +98,7 @@ type Store struct {
 	journalState
 	auditState
 
+	cacheKeeper
 	dirty     atomic.Bool // operations committed since the last flush
 	unsynced  atomic.Bool // operations committed since the last sync
 	stop      chan struct{}
@@ -222,8 +223,11 @@ func lockStore(dir string) (*os.File, error) {
 
 func (s *Store) openDB(opts Options, fresh bool) error {
 	s.fs = &durableFS{FS: vfs.Default}
-	cache := pebble.NewCache(opts.CacheSize)
+	// Pebble charges its memtables to the block cache; the keeper gives
+	// the cache room for them (see cacheKeeper).
+	cache := pebble.NewCache(opts.CacheSize + memtableHeadroom(opts.MemTableSize))
 	defer cache.Unref()
+	s.keepCache(cache, memtableHeadroom(opts.MemTableSize))
 	po := &pebble.Options{
 		FS:                 s.fs,
 		Cache:              cache,
@@ -233,6 +237,11 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		ErrorIfNotExists:   !fresh,
 		// Two background jobs: a flush and a compaction can run together.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
+		// Memtables are made and freed around flushes.
+		EventListener: &pebble.EventListener{
+			FlushBegin: func(pebble.FlushInfo) { s.memtablesChanged() },
+			FlushEnd:   func(pebble.FlushInfo) { s.memtablesChanged() },
+		},
 	}
 	// No block compression: file data is often compressed already, and on
 	// a small machine the CPU is worth more than the disk space.
@@ -253,6 +262,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		return fmt.Errorf("open store %s: %w", s.dir, err)
 	}
 	s.db = db
+	s.adjustCache()
 	if err := s.loadMeta(); err != nil {
 		db.Close()
 		return err
@@ -388,6 +398,7 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.cancel()
 	s.flusherWG.Wait()
+	s.releaseCache()
 	err := s.Sync()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
@@ -424,6 +435,10 @@ func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
 		case <-s.stop:
 			return
 		case <-tick.C:
+		}
+		if s.cacheChecks.Load() > 0 {
+			s.cacheChecks.Add(-1)
+			s.adjustCache()
 		}
 		var err error
 		if s.unsynced.Load() && time.Since(lastSync) >= syncEvery {
