@@ -157,6 +157,9 @@ func importInto(ctx context.Context, stage string, opts ImportOptions) error {
 		if err == nil {
 			err = st.SetMeta(metaImported, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
 		}
+		if err == nil {
+			err = st.WriteTables()
+		}
 	}
 	if cerr := st.Close(); err == nil {
 		err = cerr

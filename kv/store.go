@@ -407,6 +407,13 @@ func (s *Store) Close() error {
 	return err
 }
 
+// WriteTables writes what the memtables hold into table files, so that the
+// next Open has no log to replay. An import calls it last: Pebble leaves
+// small memtables unflushed until they add up to a full one, and the
+// daemon that mounts the new store would replay the whole import's log
+// (and write the tables) before it answers.
+func (s *Store) WriteTables() error { return s.db.Flush() }
+
 // Flush hands every committed operation to the operating system, so that it
 // survives a crash of this process.
 func (s *Store) Flush() error {

@@ -252,7 +252,7 @@ func profileDaemon(b *testing.B, name string) (stop func()) {
 	return func() { <-done }
 }
 
-func listAll(b *testing.B, client *s3.Client, bucket string) []string {
+func listAll(b testing.TB, client *s3.Client, bucket string) []string {
 	var keys []string
 	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("data/")})
 	for p.HasMorePages() {
