@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -56,4 +57,40 @@ func TestBlockCacheBesideMemtables(t *testing.T) {
 	if hits < 3*misses {
 		t.Fatalf("block cache beside large memtables: %d hits, %d misses", hits, misses)
 	}
+}
+
+// TestNoSyncStore: a NoSync store (an import being built) works like any
+// other and, after Close and SyncTree, opens again with everything in it.
+func TestNoSyncStore(t *testing.T) {
+	dir := t.TempDir() + "/store"
+	s, err := Open(dir, Options{NoSync: true, NoJournal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Create(RootIno, "f", NewInode{Mode: S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := pattern(2, 3*ChunkSize+5)
+	write(t, s, a.Ino, 0, data)
+	if err := s.SetMeta("k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteTables(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncTree(dir); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir)
+	if got := readAll(t, s, a.Ino); !bytes.Equal(got, data) {
+		t.Fatal("data of a NoSync store lost")
+	}
+	if v, err := s.GetMeta("k"); err != nil || string(v) != "v" {
+		t.Fatalf("meta: %q, %v", v, err)
+	}
+	checkInvariants(t, s, checkOpts{})
 }

@@ -70,6 +70,12 @@ type Options struct {
 	// store (what a source holds is not a change) and for measuring the
 	// journal's cost.
 	NoJournal bool
+	// NoSync syncs nothing to stable storage, not even what Pebble syncs
+	// to keep its files consistent: for a store that is being built and
+	// is thrown away if the build stops (an import's staging directory).
+	// Whoever keeps it must make every file under its directory durable
+	// after Close (SyncTree).
+	NoSync bool
 }
 
 // Store is an open computerfs store. Its methods are safe for concurrent use.
@@ -222,7 +228,7 @@ func lockStore(dir string) (*os.File, error) {
 }
 
 func (s *Store) openDB(opts Options, fresh bool) error {
-	s.fs = &durableFS{FS: vfs.Default}
+	s.fs = &durableFS{FS: vfs.Default, noSync: opts.NoSync}
 	// Pebble charges its memtables to the block cache; the keeper gives
 	// the cache room for them (see cacheKeeper).
 	cache := pebble.NewCache(opts.CacheSize + memtableHeadroom(opts.MemTableSize))
