@@ -146,20 +146,38 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 // and the data come from one iterator, so one consistent view of the store:
 // a read that races with a truncate and a write sees one state or the other.
 func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
-	n, a, err := s.read(ino, off, dst)
-	if err == errRemote { // fetch the content, then read what arrived
-		if err := s.materialize(ino); err != nil {
+	var o originRead
+	n, a, err := s.read(ino, off, dst, &o)
+	if err == errRemote {
+		// Fetch the content. The fetch takes the attributes and origin just
+		// read, updates the access time in the batch that makes the file
+		// local and, for a file it fills in one batch, copies the data read
+		// straight into dst; otherwise (a waiter, a big file) the data is
+		// read from the store.
+		req := &fetchReq{attr: a, origin: o.Origin, known: o.ok, atime: true, off: off, dst: dst}
+		if err := s.materialize(ino, req); err != nil {
 			return 0, a, err
 		}
-		n, a, err = s.read(ino, off, dst)
+		if req.served {
+			return req.n, req.done, nil
+		}
+		n, a, err = s.read(ino, off, dst, nil)
 	}
 	return n, a, err
+}
+
+// originRead is the origin that read found for a remote file, if ok.
+type originRead struct {
+	Origin
+	ok bool
 }
 
 // errRemote tells Read that the file's content is still at its source.
 var errRemote = errors.New("remote file")
 
-func (s *Store) read(ino uint64, off int64, dst []byte) (int, Attr, error) {
+// read reads from the store. For a remote file it returns errRemote and,
+// if o is not nil, reads the file's origin into o with the same iterator.
+func (s *Store) read(ino uint64, off int64, dst []byte, o *originRead) (int, Attr, error) {
 	if off < 0 {
 		return 0, Attr{}, ErrInvalid
 	}
@@ -182,6 +200,18 @@ func (s *Store) read(ino uint64, off int64, dst []byte) (int, Attr, error) {
 		return 0, a, ErrIsDir
 	}
 	if a.Flags&FlagRemote != 0 && uint64(off) < a.Size && len(dst) > 0 {
+		if o == nil {
+			return 0, a, errRemote
+		}
+		// A missing or bad origin leaves o alone: the fetch reads it again
+		// and reports the error.
+		k := originKey(ino)
+		it.SetBounds(k, prefixEnd(k))
+		if it.First() {
+			if v, err := decodeOrigin(it.Value()); err == nil {
+				o.Origin, o.ok = v, true
+			}
+		}
 		return 0, a, errRemote
 	}
 	if uint64(off) >= a.Size || len(dst) == 0 {

@@ -1,8 +1,13 @@
 package kv
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -21,17 +26,36 @@ import (
 // the newest can have a torn tail, which recovery tolerates.
 type durableFS struct {
 	vfs.FS
-	hard atomic.Int32
+	hard   atomic.Int32
+	noSync bool // Options.NoSync: no file or directory is ever synced
 }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
 
 func (d *durableFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err == nil && d.noSync {
+		return noSyncFile{f}, nil
+	}
 	if err != nil || !isWAL(name) {
 		return f, err
 	}
 	return &walFile{File: f, fs: d}, nil
 }
+
+func (d *durableFS) OpenDir(name string) (vfs.File, error) {
+	f, err := d.FS.OpenDir(name)
+	if err == nil && d.noSync {
+		return noSyncFile{f}, nil
+	}
+	return f, err
+}
+
+// noSyncFile is a file of a NoSync store.
+type noSyncFile struct{ vfs.File }
+
+func (noSyncFile) Sync() error                { return nil }
+func (noSyncFile) SyncData() error            { return nil }
+func (noSyncFile) SyncTo(int64) (bool, error) { return true, nil }
 
 func (d *durableFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := d.FS.Create(name, c)
@@ -92,4 +116,40 @@ func (f *walFile) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// SyncTree makes everything under dir durable: each file's data and each
+// directory's entries, with the syncs running in parallel (the file system
+// can commit them together). A NoSync store is durable after Close and
+// SyncTree of its directory.
+func SyncTree(dir string) error {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || d.Type().IsRegular() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, p := range paths {
+		g.Go(func() error {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			err = f.Sync()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		})
+	}
+	return g.Wait()
 }

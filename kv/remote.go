@@ -139,7 +139,7 @@ func (s *Store) lockLocalAttr(ino uint64, local bool) (Attr, func(), error) {
 			return a, unlock, nil
 		}
 		unlock()
-		if err := s.materialize(ino); err != nil {
+		if err := s.materialize(ino, nil); err != nil {
 			return Attr{}, nil, err
 		}
 	}
@@ -152,13 +152,35 @@ func (s *Store) ensureLocal(ino uint64) error {
 	if err != nil || a.Flags&FlagRemote == 0 {
 		return err
 	}
-	return s.materialize(ino)
+	return s.materialize(ino, nil)
+}
+
+// A fetchReq is what the reader that starts a fetch already knows and
+// wants: the attributes and origin it read (so the fetch does not read
+// them again), whether the read should update the access time (in the
+// batch that makes the file local, instead of a commit of its own) and a
+// range to copy out of the fetched data (a file that fits in one batch is
+// answered from the buffer, without reading it back from the store).
+type fetchReq struct {
+	attr   Attr
+	origin Origin
+	known  bool // attr and origin were read
+	atime  bool
+	off    int64
+	dst    []byte
+
+	// Set by the fetch when it filled the whole file in one batch and
+	// copied the range: the bytes copied and the attributes it committed.
+	served bool
+	n      int
+	done   Attr
 }
 
 // materialize fetches a remote file's content into the store. Concurrent
 // callers for one inode share one fetch and its outcome; a failed fetch is
-// forgotten, so the next access tries again.
-func (s *Store) materialize(ino uint64) error {
+// forgotten, so the next access tries again. req, if not nil, is used by
+// the caller that starts the fetch (waiters only wait).
+func (s *Store) materialize(ino uint64, req *fetchReq) error {
 	s.fetchMu.Lock()
 	if c, ok := s.fetches[ino]; ok {
 		s.fetchMu.Unlock()
@@ -169,7 +191,7 @@ func (s *Store) materialize(ino uint64) error {
 	s.fetches[ino] = c
 	s.fetchMu.Unlock()
 
-	c.err = s.fetch(ino)
+	c.err = s.fetch(ino, req)
 	if c.err != nil {
 		s.log.Error("fetch of a remote file failed", "ino", ino, "err", c.err)
 	}
@@ -184,14 +206,22 @@ func (s *Store) materialize(ino uint64) error {
 // was truncated to zero or deleted): nobody needs the content any more.
 var errFetchMoot = errors.New("file is no longer remote")
 
-func (s *Store) fetch(ino uint64) error {
-	a, err := s.GetAttr(ino)
-	if err != nil || a.Flags&FlagRemote == 0 {
-		return err
-	}
-	o, err := s.Origin(ino)
-	if err != nil {
-		return fmt.Errorf("remote file %d: origin: %w", ino, err)
+func (s *Store) fetch(ino uint64, req *fetchReq) error {
+	var a Attr
+	var o Origin
+	if req != nil && req.known {
+		// Read by the caller without a lock, as the store would read them
+		// here: fill checks under the lock that the file is still remote.
+		a, o = req.attr, req.origin
+	} else {
+		var err error
+		a, err = s.GetAttr(ino)
+		if err != nil || a.Flags&FlagRemote == 0 {
+			return err
+		}
+		if o, err = s.Origin(ino); err != nil {
+			return fmt.Errorf("remote file %d: origin: %w", ino, err)
+		}
 	}
 	f := s.fetcher.Load()
 	if f == nil || *f == nil {
@@ -222,12 +252,23 @@ func (s *Store) fetch(ino uint64) error {
 				return fmt.Errorf("fetch %q: the source has more than the %d bytes recorded at import", o.Key, size)
 			}
 		}
-		err := s.fill(ino, off, buf[:n], &blocks, last)
+		var fr *fetchReq
+		if last {
+			fr = req
+		}
+		err := s.fill(ino, off, buf[:n], &blocks, last, fr)
 		if err == errFetchMoot {
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		if last && off == 0 && req != nil && req.off >= 0 {
+			// The whole file is in buf and is what the store now holds.
+			if uint64(req.off) < size {
+				req.n = copy(req.dst, buf[req.off:n])
+			}
+			req.served = true
 		}
 		off += uint64(n)
 		if last {
@@ -237,9 +278,10 @@ func (s *Store) fetch(ino uint64) error {
 }
 
 // fill stores fetched data at off (a multiple of ChunkSize) and, with last,
-// makes the file local. The data's chunks never existed, so blocks counts
-// them from zero.
-func (s *Store) fill(ino, off uint64, data []byte, blocks *uint64, last bool) error {
+// makes the file local (and, if req asks, updates its access time, then
+// leaves the attributes in req.done). The data's chunks never existed, so
+// blocks counts them from zero.
+func (s *Store) fill(ino, off uint64, data []byte, blocks *uint64, last bool, req *fetchReq) error {
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err := s.GetAttr(ino)
@@ -262,9 +304,18 @@ func (s *Store) fill(ino, off uint64, data []byte, blocks *uint64, last bool) er
 	if last {
 		a.Flags &^= FlagRemote
 		a.Blocks = *blocks
+		if req != nil && req.atime && NeedsAtime(&a) {
+			a.Atime = now()
+		}
 		b.Set(attrKey(ino), a.encode(), nil)
 	}
-	return s.commit(b)
+	if err := s.commit(b); err != nil {
+		return err
+	}
+	if req != nil {
+		req.done = a
+	}
+	return nil
 }
 
 // GetMeta returns the value that SetMeta stored under name, or ErrNotFound.

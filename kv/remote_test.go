@@ -301,3 +301,40 @@ func TestReplaceRemoteAndMetaScan(t *testing.T) {
 		t.Fatalf("ScanMeta: %v", seen)
 	}
 }
+
+// TestRemoteReadSetsAtime: the read that fetches a remote file updates its
+// access time (relatime) in the batch that makes it local, so the caller
+// sees no need for another update; a fetch for a write does not touch it.
+func TestRemoteReadSetsAtime(t *testing.T) {
+	s := newStore(t)
+	small, big := pattern(4, 3000), pattern(5, fetchBatch+10)
+	newRemote(t, s, map[string][]byte{"small": small, "big": big})
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"small", small}, {"big", big}} {
+		a := mkremote(t, s, RootIno, c.name, c.name, uint64(len(c.data)))
+		if !NeedsAtime(&a) {
+			t.Fatalf("%s: a new remote file needs no atime update: %+v", c.name, a)
+		}
+		buf := make([]byte, 100)
+		n, got, err := s.Read(a.Ino, 7, buf)
+		if err != nil || n != 100 || !bytes.Equal(buf, c.data[7:107]) {
+			t.Fatalf("%s: read at 7: %d, %v, %x", c.name, n, err, buf[:n])
+		}
+		if NeedsAtime(&got) || got.Flags&FlagRemote != 0 {
+			t.Fatalf("%s: attributes after the fetching read: %+v", c.name, got)
+		}
+		if stored := getattr(t, s, a.Ino); c.name == "small" && stored != got {
+			t.Fatalf("%s: read returned %+v, the store holds %+v", c.name, got, stored)
+		}
+		if stored := getattr(t, s, a.Ino); NeedsAtime(&stored) {
+			t.Fatalf("%s: stored atime not updated: %+v", c.name, stored)
+		}
+	}
+	w := mkremote(t, s, RootIno, "w", "small", uint64(len(small)))
+	write(t, s, w.Ino, 0, []byte("x"))
+	if got := getattr(t, s, w.Ino); got.Atime != w.Atime {
+		t.Fatalf("a write's fetch changed atime: %d, was %d", got.Atime, w.Atime)
+	}
+}

@@ -70,6 +70,12 @@ type Options struct {
 	// store (what a source holds is not a change) and for measuring the
 	// journal's cost.
 	NoJournal bool
+	// NoSync syncs nothing to stable storage, not even what Pebble syncs
+	// to keep its files consistent: for a store that is being built and
+	// is thrown away if the build stops (an import's staging directory).
+	// Whoever keeps it must make every file under its directory durable
+	// after Close (SyncTree).
+	NoSync bool
 }
 
 // Store is an open computerfs store. Its methods are safe for concurrent use.
@@ -99,6 +105,7 @@ type Store struct {
 	journalState
 	auditState
 
+	cacheKeeper
 	dirty     atomic.Bool // operations committed since the last flush
 	unsynced  atomic.Bool // operations committed since the last sync
 	stop      chan struct{}
@@ -222,9 +229,12 @@ func lockStore(dir string) (*os.File, error) {
 }
 
 func (s *Store) openDB(opts Options, fresh bool) error {
-	s.fs = &durableFS{FS: vfs.Default}
-	cache := pebble.NewCache(opts.CacheSize)
+	s.fs = &durableFS{FS: vfs.Default, noSync: opts.NoSync}
+	// Pebble charges its memtables to the block cache; the keeper gives
+	// the cache room for them (see cacheKeeper).
+	cache := pebble.NewCache(opts.CacheSize + memtableHeadroom(opts.MemTableSize))
 	defer cache.Unref()
+	s.keepCache(cache, memtableHeadroom(opts.MemTableSize))
 	po := &pebble.Options{
 		FS:                 s.fs,
 		Cache:              cache,
@@ -234,6 +244,11 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		ErrorIfNotExists:   !fresh,
 		// Two background jobs: a flush and a compaction can run together.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
+		// Memtables are made and freed around flushes.
+		EventListener: &pebble.EventListener{
+			FlushBegin: func(pebble.FlushInfo) { s.memtablesChanged() },
+			FlushEnd:   func(pebble.FlushInfo) { s.memtablesChanged() },
+		},
 	}
 	// No block compression: file data is often compressed already, and on
 	// a small machine the CPU is worth more than the disk space.
@@ -254,6 +269,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		return fmt.Errorf("open store %s: %w", s.dir, err)
 	}
 	s.db = db
+	s.adjustCache()
 	if err := s.loadMeta(); err != nil {
 		db.Close()
 		return err
@@ -389,6 +405,7 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.cancel()
 	s.flusherWG.Wait()
+	s.releaseCache()
 	err := s.Sync()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
@@ -396,6 +413,13 @@ func (s *Store) Close() error {
 	s.lock.Close()
 	return err
 }
+
+// WriteTables writes what the memtables hold into table files, so that the
+// next Open has no log to replay. An import calls it last: Pebble leaves
+// small memtables unflushed until they add up to a full one, and the
+// daemon that mounts the new store would replay the whole import's log
+// (and write the tables) before it answers.
+func (s *Store) WriteTables() error { return s.db.Flush() }
 
 // Flush hands every committed operation to the operating system, so that it
 // survives a crash of this process.
@@ -425,6 +449,10 @@ func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
 		case <-s.stop:
 			return
 		case <-tick.C:
+		}
+		if s.cacheChecks.Load() > 0 {
+			s.cacheChecks.Add(-1)
+			s.adjustCache()
 		}
 		var err error
 		if s.unsynced.Load() && time.Since(lastSync) >= syncEvery {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +155,7 @@ func BenchmarkS3Lazy(b *testing.B) {
 		bucket, srv.Endpoint)), 0o644)
 	testmount.PlainBinary(b) // built before the clock starts
 	var ready, readAll timings
+	var daemonCPU []time.Duration // the daemon's CPU time in each read phase
 	b.ResetTimer()
 	for i := range b.N {
 		// Baseline: list the prefix.
@@ -166,7 +168,12 @@ func BenchmarkS3Lazy(b *testing.B) {
 		// Target: import (listing) and mount, until the mount answers.
 		store := filepath.Join(dir, fmt.Sprintf("store%d", i))
 		start = time.Now()
-		m := testmount.StartPlain(b, store, "--spec", specFile)
+		args := []string{"--spec", specFile}
+		if benchPprof != "" {
+			args = append(args, "--pprof", benchPprof)
+		}
+		args = append(args, strings.Fields(os.Getenv("BENCH_DAEMON_ARGS"))...)
+		m := testmount.StartPlain(b, store, args...)
 		ready.target = append(ready.target, time.Since(start))
 
 		// Baseline: download every object in parallel to a plain directory.
@@ -175,18 +182,77 @@ func BenchmarkS3Lazy(b *testing.B) {
 		download(b, client, bucket, keys, dl)
 		readAll.base = append(readAll.base, time.Since(start))
 		// Target: read every file through the mount, in parallel.
+		stopProfile := profileDaemon(b, fmt.Sprintf("read%d", i))
+		cpu := cpuTime(b, m.Pid)
 		start = time.Now()
 		readTree(b, filepath.Join(m.Dir, "data"), keys)
 		readAll.target = append(readAll.target, time.Since(start))
+		daemonCPU = append(daemonCPU, cpuTime(b, m.Pid)-cpu)
+		stopProfile()
 		m.Unmount(b)
 		os.RemoveAll(store)
 		os.RemoveAll(dl)
 	}
 	ready.report(b, "mount-ready-vs-list")
 	readAll.report(b, "read-all-vs-download")
+	perFile := med(daemonCPU) / s3Objects
+	b.ReportMetric(float64(perFile.Microseconds()), "daemon-cpu-us/file")
+	b.Logf("daemon CPU per file read: %v", perFile)
 }
 
-func listAll(b *testing.B, client *s3.Client, bucket string) []string {
+// cpuTime is the CPU time (user and system) that process pid has used.
+func cpuTime(b *testing.B, pid int) time.Duration {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name (which may hold spaces).
+	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+2:]))
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// BENCH_DAEMON_ARGS adds flags to the daemon's command line in
+// BenchmarkS3Lazy (experiments: "--cache-size 64").
+//
+// benchPprof (BENCH_PPROF=127.0.0.1:6061) makes BenchmarkS3Lazy start the
+// daemon with --pprof there and save a CPU profile of each read phase in
+// BENCH_PROFILE_DIR (default: the current directory) as read<i>.pprof (the
+// first 3 seconds of the phase).
+var benchPprof = os.Getenv("BENCH_PPROF")
+
+// profileDaemon starts a CPU profile of the daemon (with BENCH_PPROF) and
+// returns the function that ends it and saves it as name.pprof.
+func profileDaemon(b *testing.B, name string) (stop func()) {
+	if benchPprof == "" {
+		return func() {}
+	}
+	dir := os.Getenv("BENCH_PROFILE_DIR")
+	if dir == "" {
+		dir = "."
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The first seconds of the reads (a profile cannot be cut short).
+		resp, err := http.Get("http://" + benchPprof + "/debug/pprof/profile?seconds=3")
+		if err != nil {
+			b.Logf("profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, name+".pprof"))
+		if err == nil {
+			io.Copy(f, resp.Body)
+			f.Close()
+		}
+	}()
+	return func() { <-done }
+}
+
+func listAll(b testing.TB, client *s3.Client, bucket string) []string {
 	var keys []string
 	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("data/")})
 	for p.HasMorePages() {

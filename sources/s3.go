@@ -342,12 +342,19 @@ type Fetcher struct {
 	hc   *http.Client
 
 	mu      sync.Mutex
-	clients map[uint32]*s3.Client
+	sources map[uint32]*fetchSource
+}
+
+// fetchSource is what fetches use for one source: the SDK's client and,
+// where the endpoint allows, a lighter GET with its settings.
+type fetchSource struct {
+	client *s3.Client
+	getter *objectGetter // nil: GetObject
 }
 
 // NewFetcher returns a fetcher for sp's sources; hc may be nil.
 func NewFetcher(sp *spec.Spec, hc *http.Client) *Fetcher {
-	return &Fetcher{spec: sp, hc: hc, clients: make(map[uint32]*s3.Client)}
+	return &Fetcher{spec: sp, hc: hc, sources: make(map[uint32]*fetchSource)}
 }
 
 // fetchTimeout bounds one fetch: the time to the first byte and a floor
@@ -364,16 +371,24 @@ func (f *Fetcher) Fetch(ctx context.Context, ino uint64, o kv.Origin, size uint6
 		return nil, fmt.Errorf("inode %d: source %d is not an S3 source of the spec", ino, o.Source)
 	}
 	c := f.spec.Sources[o.Source].S3
-	client, err := f.client(ctx, o.Source, c)
+	src, err := f.source(ctx, o.Source, c)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout(size))
-	in := &s3.GetObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(o.Key)}
-	if o.ID != "" {
-		in.IfMatch = aws.String(`"` + o.ID + `"`)
+	var body io.ReadCloser
+	if src.getter != nil {
+		body, err = src.getter.get(ctx, o.Key, o.ID)
+	} else {
+		in := &s3.GetObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(o.Key)}
+		if o.ID != "" {
+			in.IfMatch = aws.String(`"` + o.ID + `"`)
+		}
+		var out *s3.GetObjectOutput
+		if out, err = src.client.GetObject(ctx, in); err == nil {
+			body = out.Body
+		}
 	}
-	out, err := client.GetObject(ctx, in)
 	if err != nil {
 		cancel()
 		var ae smithy.APIError
@@ -382,21 +397,22 @@ func (f *Fetcher) Fetch(ctx context.Context, ino uint64, o kv.Origin, size uint6
 		}
 		return nil, fmt.Errorf("get s3://%s/%s: %w", c.Bucket, o.Key, explainS3Error(c, err))
 	}
-	return &cancelBody{ReadCloser: out.Body, cancel: cancel}, nil
+	return &cancelBody{ReadCloser: body, cancel: cancel}, nil
 }
 
-func (f *Fetcher) client(ctx context.Context, idx uint32, c *spec.S3) (*s3.Client, error) {
+func (f *Fetcher) source(ctx context.Context, idx uint32, c *spec.S3) (*fetchSource, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if cl, ok := f.clients[idx]; ok {
-		return cl, nil
+	if src, ok := f.sources[idx]; ok {
+		return src, nil
 	}
 	cl, err := NewS3Client(ctx, c, f.hc)
 	if err != nil {
 		return nil, err
 	}
-	f.clients[idx] = cl
-	return cl, nil
+	src := &fetchSource{client: cl, getter: newObjectGetter(ctx, cl, c.Bucket)}
+	f.sources[idx] = src
+	return src, nil
 }
 
 type cancelBody struct {
