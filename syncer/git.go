@@ -100,7 +100,12 @@ func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commi
 		return res
 	}
 	if commit {
-		if err := g.commit(repo, &res); err != nil {
+		// Not in the middle of a git command on the shell fast path,
+		// which would move the branch from under the commit.
+		unlock := fs.LockRepo(path.Join(dir, ".git"))
+		err := g.commit(repo, &res)
+		unlock()
+		if err != nil {
 			res.Err = err
 			return res
 		}

@@ -500,3 +500,14 @@ func (fi *fileInfo) Sys() any {
 		Atim: syscall.NsecToTimespec(a.Atime), Mtim: syscall.NsecToTimespec(a.Mtime), Ctim: syscall.NsecToTimespec(a.Ctime),
 	}
 }
+
+// LockRepo makes the daemon's own writers of one git repository (the
+// syncer's commits, git on the shell fast path) take turns: it waits for
+// the lock of the repository whose .git directory is gitDir and returns
+// its unlock. It is held in memory only, so a crash leaves nothing behind
+// (git processes, which the daemon cannot see, have .git/index.lock).
+func (f *FS) LockRepo(gitDir string) (unlock func()) {
+	k := lockKey{path: "repo " + path.Clean("/"+gitDir)}
+	f.locks.lock(k)
+	return func() { f.locks.unlock(k) }
+}
