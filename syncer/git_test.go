@@ -274,6 +274,44 @@ func TestGitPushConflict(t *testing.T) {
 	}
 }
 
+// TestGitPushDetachedHead: with HEAD detached (the agent checked out a
+// commit) and no branch in the spec, a pass commits and reports that
+// there is no branch to push to, once: not an error retried with backoff
+// but a standing report, cleared by the pass after a branch is checked
+// out again.
+func TestGitPushDetachedHead(t *testing.T) {
+	e := newGitEnv(t, map[string]string{"a": "a\n"}, gitOpts{debounce: time.Millisecond})
+	before := e.remote("rev-parse", "main")
+	e.write("/r/.git/HEAD", before+"\n")
+	e.write("/r/a", "detached\n")
+	time.Sleep(5 * time.Millisecond)
+	r := e.sy.pass(context.Background(), e.sy.srcs[0], false)
+	if len(r.Errors) != 0 || len(r.Conflicts) != 1 || !strings.Contains(r.Conflicts[0].Reason, "HEAD is detached") || r.Commit == "" {
+		t.Fatalf("background pass %+v", r)
+	}
+	st := e.sy.Status()[0]
+	if st.NextRetry != nil || len(st.Conflicts) != 1 || st.Last.OK {
+		t.Fatalf("status %+v: want the report, no retry", st)
+	}
+	// Nothing new: the next background pass does nothing.
+	if r := e.sy.pass(context.Background(), e.sy.srcs[0], false); r.Commit != "" || len(r.Errors)+len(r.Conflicts) != 0 {
+		t.Fatalf("second background pass %+v", r)
+	}
+	if e.remote("rev-parse", "main") != before {
+		t.Fatal("pushed from a detached HEAD")
+	}
+	// A branch checked out (here main, moved to the detached commit):
+	// the next sync pushes and clears the report.
+	e.write("/r/.git/refs/heads/main", r.Commit+"\n")
+	e.write("/r/.git/HEAD", "ref: refs/heads/main\n")
+	if r := e.mustSync(); r.Pushed == "" || e.remote("show", "main:a") != "detached" {
+		t.Fatalf("after checking out a branch: %+v", r)
+	}
+	if st := e.sy.Status()[0]; len(st.Conflicts) != 0 || !st.Last.OK {
+		t.Fatalf("status %+v", st)
+	}
+}
+
 // A crash after the commit, before the push: the next pass pushes the
 // commit and makes no second one. A crash after the push, before the
 // cursor moved: the next pass finds the remote up to date.
