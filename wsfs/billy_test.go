@@ -3,6 +3,7 @@ package wsfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -313,5 +314,31 @@ func TestGoGitCrashMidWrite(t *testing.T) {
 		if st, err := w.Status(); err != nil || !st.IsClean() {
 			t.Fatalf("%s: status after a crash: %v %v", step.file, st, err)
 		}
+	}
+}
+
+// BenchmarkGoGitSetIndex: go-git writing the index of a 2,000-file
+// checkout through Billy, as the syncer does after staging.
+func BenchmarkGoGitSetIndex(b *testing.B) {
+	f := newFS(b)
+	wt := f.Billy("/repo")
+	dot, _ := wt.Chroot(".git")
+	st := filesystem.NewStorage(dot, cache.NewObjectLRUDefault())
+	if _, err := git.Init(st, wt); err != nil {
+		b.Fatal(err)
+	}
+	idx, err := st.Index()
+	check(b, err)
+	for i := range 2000 {
+		e := idx.Add(fmt.Sprintf("src/pkg%03d/file%04d.go", i%100, i))
+		e.Hash = plumbing.NewHash(fmt.Sprintf("%040x", i))
+		e.ModifiedAt = time.Unix(1e9, 0)
+	}
+	b.ResetTimer()
+	for range b.N {
+		check(b, st.SetIndex(idx))
+	}
+	if a, err := f.Stat("/repo/.git/index"); err == nil {
+		b.ReportMetric(float64(a.Size), "index-bytes")
 	}
 }
