@@ -124,8 +124,8 @@ func TestSyncGitMounted(t *testing.T) {
 // The daemon is a build without the race detector: under it, every
 // Pebble lookup that reaches an SSTable records a stack trace, and a pass
 // over the 500-file checkout took 8 to 12 s (the test over a minute).
-// The same passes, kills and restarts run under the race detector in
-// TestSyncGitMounted and TestGitCrashMetadata.
+// Passes run on a race build of the daemon in TestSyncGitMounted, and
+// syncer.TestGitPushCrash kills a race-built child during them.
 func TestSyncGitCrash(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
 	gittest.Generate(t, src, 500, 3, 7)
@@ -207,14 +207,15 @@ func TestSyncGitCrash(t *testing.T) {
 // and the branch point to commits; and the next sync pushes it all.
 // (Passes run only for `computerfs sync`: a background pass after the
 // restart would race with fsck, which would then see a ref newer than its
-// listing of the objects.)
+// listing of the objects.) The daemon is built without the race detector,
+// as in TestSyncGitCrash: with it, a round manages one commit in seconds.
 func TestGitCrashMetadata(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
 	gittest.Generate(t, src, 60, 2, 11)
 	bare := gittest.Bare(t, src)
 	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true}\nsync:\n  debounce: 1h\n")
-	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
-	bin := testmount.Binary(t)
+	m := testmount.StartPlain(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
+	bin := testmount.PlainBinary(t)
 	repo := filepath.Join(m.Dir, "r")
 	rng := rand.New(rand.NewPCG(5, 6))
 	ident := []string{"--env", "GIT_AUTHOR_NAME=agent", "--env", "GIT_AUTHOR_EMAIL=agent@example.com",
@@ -244,6 +245,7 @@ func TestGitCrashMetadata(t *testing.T) {
 					mu.Lock()
 					agentCommits++
 					mu.Unlock()
+
 				}
 			}
 		}()
@@ -265,7 +267,23 @@ func TestGitCrashMetadata(t *testing.T) {
 				}
 			}
 		}()
-		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+		// Kill once the agent has committed in this round, at a random
+		// moment after that.
+		mu.Lock()
+		before := agentCommits
+		mu.Unlock()
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			n := agentCommits
+			mu.Unlock()
+			if n > before {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no agent commit in 2 minutes\n%s", round, m.Log())
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)
 		m.Kill(t)
 		close(stop)
 		wg.Wait()
