@@ -601,3 +601,51 @@ func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
 	}
 	return max(off, int64(want*ChunkSize)), nil
 }
+
+// SetContent makes data the whole content of the regular file ino, in one
+// batch with its journal record: a reader, or the store after a crash,
+// sees the old content or the new, never a mix or an empty file between
+// them (a truncate followed by writes would show both).
+func (s *Store) SetContent(ino uint64, data []byte) (Attr, error) {
+	return s.setContent(nil, ino, data)
+}
+
+func (s *Store) setContent(actor *Actor, ino uint64, data []byte) (Attr, error) {
+	if uint64(len(data)) > MaxFileSize {
+		return Attr{}, ErrFileTooLarge
+	}
+	a, unlock, err := s.lockLocalAttr(ino, false) // the old content is not needed
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unlock()
+	if a.IsDir() {
+		return Attr{}, ErrIsDir
+	}
+	if !a.IsRegular() {
+		return Attr{}, ErrInvalid
+	}
+	b := s.db.NewBatchWithSize(len(data) + 256 + len(data)/ChunkSize*32)
+	defer b.Close()
+	a.Flags &^= FlagRemote
+	if err := s.truncate(b, &a, 0); err != nil {
+		return Attr{}, err
+	}
+	putContent(b, &a, data)
+	ts := now()
+	a.Mtime, a.Ctime = ts, ts
+	b.Set(attrKey(ino), a.encode(), nil)
+	return a, s.commitRecord(b, &Record{Op: JWrite, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
+}
+
+// putContent adds data as the chunks of the empty file a to b (later
+// entries of a batch win over its earlier deletions) and sets a's size
+// and blocks.
+func putContent(b *pebble.Batch, a *Attr, data []byte) {
+	for off := 0; off < len(data); off += ChunkSize {
+		chunk := data[off:min(off+ChunkSize, len(data))]
+		b.Set(chunkKey(a.Ino, uint64(off/ChunkSize)), chunk, nil)
+		a.Blocks += blocksFor(uint64(len(chunk)))
+	}
+	a.Size = uint64(len(data))
+}

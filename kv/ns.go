@@ -29,6 +29,10 @@ type NewInode struct {
 	Origin *Origin // where the file came from (Origin.Ctime is set here)
 	Remote bool    // a regular file whose Size bytes stay at Origin until first read
 	Size   uint64  // with Remote, the file's size
+
+	// Data is a new regular file's content, written in the same batch as
+	// the file itself: the file never exists empty or half written.
+	Data []byte
 }
 
 // Dirent is one directory entry.
@@ -192,6 +196,11 @@ func (s *Store) create(actor *Actor, dir uint64, name string, n NewInode) (Attr,
 			}
 			a.Flags |= FlagRemote
 			a.Size = n.Size
+		} else if len(n.Data) > 0 {
+			if uint64(len(n.Data)) > MaxFileSize {
+				return Attr{}, ErrFileTooLarge
+			}
+			putContent(t.b, a, n.Data)
 		}
 	}
 	if n.Mtime != 0 {

@@ -52,6 +52,11 @@ func (x Session) WriteKillPriv(ino uint64, off int64, data []byte, inGroup func(
 	return x.s.write(x.a, ino, off, data, inGroup)
 }
 
+// SetContent is Store.SetContent for the session's actor.
+func (x Session) SetContent(ino uint64, data []byte) (Attr, error) {
+	return x.s.setContent(x.a, ino, data)
+}
+
 // SetAttr is Store.SetAttr for the session's actor.
 func (x Session) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
 	return x.s.setAttr(x.a, ino, req)

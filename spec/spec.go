@@ -377,6 +377,9 @@ func (g *Git) validate() *fieldError {
 	if strings.ContainsAny(g.Branch, " \x00~^:?*[\\") || strings.HasPrefix(g.Branch, "-") {
 		return &fieldError{"branch", fmt.Sprintf("%q is not a valid branch name", g.Branch)}
 	}
+	if g.Push && g.Branch == "" && (strings.HasPrefix(g.Ref, "refs/tags/") || commitRe.MatchString(g.Ref)) {
+		return &fieldError{"branch", fmt.Sprintf("required with push when ref %q is a tag or a commit: its checkout is a detached HEAD, on no branch to push to", g.Ref)}
+	}
 	if g.Author != "" {
 		if _, _, err := ParseAuthor(g.Author); err != nil {
 			return &fieldError{"author", err.Error()}
@@ -387,6 +390,9 @@ func (g *Git) validate() *fieldError {
 	}
 	return nil
 }
+
+// commitRe is a full commit hash.
+var commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // DefaultGitAuthor signs push commits when the spec names no author.
 const DefaultGitAuthor = "computerfs <computerfs@localhost>"

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,6 +58,8 @@ func TestErrorsNameLineAndField(t *testing.T) {
 		{"bad author", "sources:\n  - path: /a\n    git: {url: u, push: true, author: \"agent@example.com\"}\n", 3, "author"},
 		{"author without name", "sources:\n  - path: /a\n    git: {url: u, push: true, author: \"<a@b>\"}\n", 3, "author"},
 		{"bad branch", "sources:\n  - path: /a\n    git: {url: u, push: true, branch: \"a b\"}\n", 3, "branch"},
+		{"push from a tag", "sources:\n  - path: /a\n    git: {url: u, ref: refs/tags/v1, push: true}\n", 3, "sources[0].git.branch: required with push when ref \"refs/tags/v1\" is a tag or a commit"},
+		{"push from a commit", "sources:\n  - path: /a\n    git:\n      url: u\n      ref: 0123456789abcdef0123456789abcdef01234567\n      push: true\n", 3, "detached HEAD"},
 		{"missing bucket", "sources:\n  - path: /d\n    s3: {prefix: p/}\n", 3, "sources[0].s3.bucket: required"},
 		{"bad bucket", "sources:\n  - path: /d\n    s3: {bucket: Bad_Bucket}\n", 3, "not a valid bucket name"},
 		{"bad endpoint", "sources:\n  - path: /d\n    s3:\n      bucket: b12\n      endpoint: \"127.0.0.1:9000\"\n", 5, "sources[0].s3.endpoint"},
@@ -92,6 +95,16 @@ func TestErrorsNameLineAndField(t *testing.T) {
 				t.Fatalf("error %q does not name the file", err)
 			}
 		})
+	}
+}
+
+// TestPushFromDetachedWithBranch: a tag or a commit checked out with
+// push is fine when the spec names the branch to push to.
+func TestPushFromDetachedWithBranch(t *testing.T) {
+	for _, ref := range []string{"refs/tags/v1", "0123456789abcdef0123456789abcdef01234567", "v1"} {
+		if _, err := Parse(fmt.Appendf(nil, "sources:\n  - path: /a\n    git: {url: u, ref: %q, push: true, branch: fix}\n", ref), "ws.yaml", "/base"); err != nil {
+			t.Errorf("%s: %v", ref, err)
+		}
 	}
 }
 

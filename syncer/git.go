@@ -100,7 +100,12 @@ func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commi
 		return res
 	}
 	if commit {
-		if err := g.commit(repo, &res); err != nil {
+		// Not in the middle of a git command on the shell fast path,
+		// which would move the branch from under the commit.
+		unlock := fs.LockRepo(path.Join(dir, ".git"))
+		err := g.commit(repo, &res)
+		unlock()
+		if err != nil {
 			res.Err = err
 			return res
 		}
@@ -294,7 +299,11 @@ func (g *GitTarget) push(ctx context.Context, repo *git.Repository, res *RepoRes
 		local = head.Hash()
 	}
 	if branch == "" {
-		return errors.New("git: HEAD is detached and the spec names no branch to push to (git.branch)")
+		// Not an error to retry: nothing changes until someone checks
+		// out a branch. Reported as a conflict, tried again at the next
+		// change or explicit sync.
+		res.Conflict = "HEAD is detached and the spec names no branch to push to (git.branch): check out a branch (git switch NAME) or set git.branch; the commits stay local"
+		return nil
 	}
 	res.Branch = branch
 	dst := plumbing.NewBranchReferenceName(branch)

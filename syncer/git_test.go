@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // gitEnv is a workspace with a git source (/r) checked out from a bare
@@ -274,6 +276,44 @@ func TestGitPushConflict(t *testing.T) {
 	}
 }
 
+// TestGitPushDetachedHead: with HEAD detached (the agent checked out a
+// commit) and no branch in the spec, a pass commits and reports that
+// there is no branch to push to, once: not an error retried with backoff
+// but a standing report, cleared by the pass after a branch is checked
+// out again.
+func TestGitPushDetachedHead(t *testing.T) {
+	e := newGitEnv(t, map[string]string{"a": "a\n"}, gitOpts{debounce: time.Millisecond})
+	before := e.remote("rev-parse", "main")
+	e.write("/r/.git/HEAD", before+"\n")
+	e.write("/r/a", "detached\n")
+	time.Sleep(5 * time.Millisecond)
+	r := e.sy.pass(context.Background(), e.sy.srcs[0], false)
+	if len(r.Errors) != 0 || len(r.Conflicts) != 1 || !strings.Contains(r.Conflicts[0].Reason, "HEAD is detached") || r.Commit == "" {
+		t.Fatalf("background pass %+v", r)
+	}
+	st := e.sy.Status()[0]
+	if st.NextRetry != nil || len(st.Conflicts) != 1 || st.Last.OK {
+		t.Fatalf("status %+v: want the report, no retry", st)
+	}
+	// Nothing new: the next background pass does nothing.
+	if r := e.sy.pass(context.Background(), e.sy.srcs[0], false); r.Commit != "" || len(r.Errors)+len(r.Conflicts) != 0 {
+		t.Fatalf("second background pass %+v", r)
+	}
+	if e.remote("rev-parse", "main") != before {
+		t.Fatal("pushed from a detached HEAD")
+	}
+	// A branch checked out (here main, moved to the detached commit):
+	// the next sync pushes and clears the report.
+	e.write("/r/.git/refs/heads/main", r.Commit+"\n")
+	e.write("/r/.git/HEAD", "ref: refs/heads/main\n")
+	if r := e.mustSync(); r.Pushed == "" || e.remote("show", "main:a") != "detached" {
+		t.Fatalf("after checking out a branch: %+v", r)
+	}
+	if st := e.sy.Status()[0]; len(st.Conflicts) != 0 || !st.Last.OK {
+		t.Fatalf("status %+v", st)
+	}
+}
+
 // A crash after the commit, before the push: the next pass pushes the
 // commit and makes no second one. A crash after the push, before the
 // cursor moved: the next pass finds the remote up to date.
@@ -375,6 +415,76 @@ func TestGitPushHTTPToken(t *testing.T) {
 	r = e.sync()
 	if len(r.Errors) != 1 || len(r.Conflicts) != 0 {
 		t.Fatalf("report %+v, want an error", r)
+	}
+}
+
+// TestGitPushSSH: push-back over ssh:// to a real SSH server (gittest's,
+// running the real git-receive-pack), with the key file of the spec's
+// ssh_key, then with the SSH agent; a key the server does not accept is
+// an error (retried), not a conflict. The server's host key is checked
+// against SSH_KNOWN_HOSTS.
+func TestGitPushSSH(t *testing.T) {
+	t.Setenv("COMPUTERFS_NO_GIT_CLI", "1") // the import over ssh with go-git too: OpenSSH reads only the user's known_hosts
+	files := map[string]string{"a": "a\n"}
+	bare := gittest.Bare(t, gittest.NewRepo(t, files))
+	keyFile, _, pub := gittest.NewSSHKey(t)
+	_, agentKey, agentPub := gittest.NewSSHKey(t)
+	otherFile, _, _ := gittest.NewSSHKey(t)
+	srv := gittest.ServeSSH(t, filepath.Dir(bare), pub, agentPub)
+	t.Setenv("SSH_KNOWN_HOSTS", srv.KnownHosts)
+	t.Setenv("SSH_AUTH_SOCK", "")
+	url := srv.URL(filepath.Base(bare))
+
+	e := newGitEnv(t, files, gitOpts{url: url, extra: fmt.Sprintf(", ssh_key: %q", keyFile)})
+	e.bare = bare
+	e.write("/r/a", "over ssh\n")
+	r := e.mustSync()
+	if r.Pushed == "" || e.remote("show", "main:a") != "over ssh" || e.remote("rev-parse", "main") != r.Pushed {
+		t.Fatalf("key file: report %+v; remote a %q", r, e.remote("show", "main:a"))
+	}
+
+	// The agent's key, with no ssh_key in the spec.
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	check(t, err)
+	t.Cleanup(func() { ln.Close() })
+	keyring := agent.NewKeyring()
+	check(t, keyring.Add(agent.AddedKey{PrivateKey: agentKey}))
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { agent.ServeAgent(keyring, c); c.Close() }()
+		}
+	}()
+	t.Setenv("SSH_AUTH_SOCK", sock)
+	ea := newGitEnv(t, files, gitOpts{url: url})
+	ea.bare = bare
+	if got, _ := ea.fs.ReadFile("/r/a"); string(got) != "over ssh\n" {
+		t.Fatalf("imported over ssh with the agent: a = %q", got)
+	}
+	ea.write("/r/b", "with the agent\n")
+	r = ea.mustSync()
+	if r.Pushed == "" || e.remote("show", "main:b") != "with the agent" || e.remote("log", "-1", "--format=%P", "main") != e.localRef("refs/heads/main") {
+		t.Fatalf("agent: report %+v", r)
+	}
+	gittest.Git(t, bare, "fsck", "--strict", "--no-progress")
+
+	// A key the server does not know: an error, retried; the remote untouched.
+	before := e.remote("rev-parse", "main")
+	sp, err := spec.Parse(fmt.Appendf(nil, "sources:\n  - path: /r\n    git: {url: %q, push: true, ssh_key: %q}\n", url, otherFile), "test.yaml", t.TempDir())
+	check(t, err)
+	e.spec = sp
+	e.restart(gitOpts{})
+	e.write("/r/a", "refused\n")
+	r = e.sync()
+	if len(r.Errors) != 1 || len(r.Conflicts) != 0 || !strings.Contains(r.Errors[0], "unable to authenticate") {
+		t.Fatalf("unknown key: report %+v, want an error", r)
+	}
+	if e.remote("rev-parse", "main") != before {
+		t.Fatal("pushed with an unknown key")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -44,6 +45,17 @@ func (b *Billy) Open(name string) (billy.File, error) { return b.OpenFile(name, 
 
 // OpenFile opens name as os.OpenFile does; O_CREATE makes missing parent
 // directories too, as go-git expects of its file systems.
+//
+// A regular file opened for writing with O_TRUNC (and not O_EXCL), or
+// truncated to nothing through its billy.File, changes at once at Close:
+// what is written is kept in memory (up to BufferMax bytes) and becomes
+// the file's whole content in one change of the store, as if written
+// elsewhere and renamed over it. Until then readers see the old content;
+// a file that did not exist appears only then; a crash or a file never
+// closed leaves the old content, never an empty or half-written file.
+// go-git writes its index, config, refs, HEAD, packed-refs and pack
+// indexes so, in place; its packs and loose objects go through TempFile
+// and Rename, streaming.
 func (b *Billy) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
 	p := b.abs(name)
 	if flag&O_CREATE != 0 {
@@ -51,12 +63,31 @@ func (b *Billy) OpenFile(name string, flag int, perm os.FileMode) (billy.File, e
 			return nil, err
 		}
 	}
-	f, err := b.fs.Open(p, flag, uint32(perm.Perm())|modeBits(perm))
+	mode := uint32(perm.Perm()) | modeBits(perm)
+	if flag&O_TRUNC != 0 && flag&(O_WRONLY|O_RDWR) != 0 && flag&O_EXCL == 0 {
+		r, err := b.fs.lookup(p, true, false)
+		switch {
+		case err == kv.ErrNotFound && flag&O_CREATE != 0:
+			// Made at Close, with its content.
+			f := &File{fs: b.fs, name: p, flag: flag &^ O_TRUNC}
+			return &billyFile{File: f, shown: name, locks: b.fs.locks, buffered: true, create: true, perm: mode}, nil
+		case err == nil && r.attr.IsRegular():
+			f := &File{fs: b.fs, name: p, ino: r.ino, flag: flag &^ O_TRUNC}
+			return &billyFile{File: f, shown: name, locks: b.fs.locks, buffered: true}, nil
+		}
+	}
+	f, err := b.fs.Open(p, flag, mode)
 	if err != nil {
 		return nil, err
 	}
 	return &billyFile{File: f, shown: name, locks: b.fs.locks}, nil
 }
+
+// BufferMax is how much a billy file that changes at Close (see
+// Billy.OpenFile) keeps in memory: past it, what was written goes to the
+// store and the rest is written as it comes, as to any file (a large
+// work-tree file checked out, not git's metadata).
+var BufferMax = 64 << 20
 
 // modeBits maps os.FileMode's setuid, setgid and sticky bits to mode bits.
 func modeBits(m os.FileMode) uint32 {
@@ -192,13 +223,25 @@ type billyFile struct {
 	shown  string
 	locks  *inodeLocks
 	locked bool
+	lockAt lockKey
+
+	// With buffered, buf is the file's new content, which Close writes
+	// (File.off is the offset in it); with create, the file does not
+	// exist yet and Close makes it, with permission bits perm.
+	buffered, create bool
+	buf              []byte
+	perm             uint32
 }
 
 func (f *billyFile) Name() string { return f.shown }
 
 func (f *billyFile) Lock() error {
 	if !f.locked {
-		f.locks.lock(f.ino)
+		f.lockAt = lockKey{ino: f.ino}
+		if f.create {
+			f.lockAt = lockKey{path: f.File.name}
+		}
+		f.locks.lock(f.lockAt)
 		f.locked = true
 	}
 	return nil
@@ -206,21 +249,174 @@ func (f *billyFile) Lock() error {
 
 func (f *billyFile) Unlock() error {
 	if f.locked {
-		f.locks.unlock(f.ino)
+		f.locks.unlock(f.lockAt)
 		f.locked = false
 	}
 	return nil
 }
 
+// Close writes a buffered file's content, then closes.
 func (f *billyFile) Close() error {
+	err := f.flush()
 	f.Unlock()
-	return f.File.Close()
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
+
+// flush makes the buffered content the file's and ends buffering.
+func (f *billyFile) flush() error {
+	if !f.buffered {
+		return nil
+	}
+	buf := f.buf
+	f.buffered, f.buf = false, nil
+	if f.create {
+		ino, err := f.fs.writeWhole(f.File.name, buf, f.perm)
+		if err != nil {
+			return pathErr("write", f.File.name, err)
+		}
+		f.ino, f.create = ino, false
+		return nil
+	}
+	_, err := f.fs.kvSetContent(f.ino, buf)
+	return pathErr("write", f.File.name, err)
+}
+
+func (f *billyFile) Read(p []byte) (int, error) {
+	if !f.buffered {
+		return f.File.Read(p)
+	}
+	n, err := f.ReadAt(p, f.off)
+	f.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *billyFile) ReadAt(p []byte, off int64) (int, error) {
+	if !f.buffered {
+		return f.File.ReadAt(p, off)
+	}
+	if !f.readable() {
+		return 0, pathErr("read", f.File.name, syscall.EBADF)
+	}
+	if off < 0 {
+		return 0, pathErr("read", f.File.name, syscall.EINVAL)
+	}
+	if off >= int64(len(f.buf)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.buf[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *billyFile) Write(p []byte) (int, error) {
+	if !f.buffered {
+		return f.File.Write(p)
+	}
+	if f.flag&O_APPEND != 0 {
+		f.off = int64(len(f.buf))
+	}
+	n, err := f.WriteAt(p, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+func (f *billyFile) WriteAt(p []byte, off int64) (int, error) {
+	if !f.buffered {
+		return f.File.WriteAt(p, off)
+	}
+	if !f.writable() {
+		return 0, pathErr("write", f.File.name, syscall.EBADF)
+	}
+	if off < 0 {
+		return 0, pathErr("write", f.File.name, syscall.EINVAL)
+	}
+	end := off + int64(len(p))
+	if end > int64(len(f.buf)) {
+		f.buf = append(f.buf, make([]byte, end-int64(len(f.buf)))...)
+	}
+	copy(f.buf[off:], p)
+	if len(f.buf) > BufferMax {
+		if err := f.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (f *billyFile) Seek(offset int64, whence int) (int64, error) {
+	if !f.buffered || whence != io.SeekEnd {
+		return f.File.Seek(offset, whence)
+	}
+	if int64(len(f.buf))+offset < 0 {
+		return 0, pathErr("seek", f.File.name, syscall.EINVAL)
+	}
+	f.off = int64(len(f.buf)) + offset
+	return f.off, nil
+}
+
+// Truncate to nothing starts buffering (go-git rewrites a ref so: read it,
+// truncate, write); a buffered file's buffer is cut or extended.
+func (f *billyFile) Truncate(size int64) error {
+	if !f.writable() || size < 0 {
+		return pathErr("truncate", f.File.name, syscall.EINVAL)
+	}
+	if !f.buffered && size == 0 {
+		a, err := f.File.Stat()
+		if err != nil {
+			return err
+		}
+		if a.IsRegular() {
+			f.buffered, f.buf = true, nil
+			return nil
+		}
+	}
+	if !f.buffered {
+		return f.File.Truncate(size)
+	}
+	if size <= int64(len(f.buf)) {
+		f.buf = f.buf[:size]
+	} else {
+		f.buf = append(f.buf, make([]byte, size-int64(len(f.buf)))...)
+	}
+	return nil
+}
+
+// Stat returns the file's attributes; a buffered file's size is its
+// buffer's.
+func (f *billyFile) Stat() (kv.Attr, error) {
+	if !f.buffered {
+		return f.File.Stat()
+	}
+	if f.create {
+		return kv.Attr{Mode: kv.S_IFREG | f.perm&0o7777&^f.fs.umask, Nlink: 1, Size: uint64(len(f.buf))}, nil
+	}
+	a, err := f.File.Stat()
+	a.Size = uint64(len(f.buf))
+	return a, err
+}
+
+// Sync syncs the store; a buffered file's content is not in it before
+// Close.
+func (f *billyFile) Sync() error { return f.File.Sync() }
 
 // inodeLocks are the advisory locks of billy files: one mutex per locked inode.
 type inodeLocks struct {
 	mu    sync.Mutex
-	locks map[uint64]*inodeLock
+	locks map[lockKey]*inodeLock
+}
+
+// lockKey is an inode, or the path of a file to be made at Close.
+type lockKey struct {
+	ino  uint64
+	path string
 }
 
 type inodeLock struct {
@@ -228,27 +424,27 @@ type inodeLock struct {
 	refs int
 }
 
-func (l *inodeLocks) lock(ino uint64) {
+func (l *inodeLocks) lock(k lockKey) {
 	l.mu.Lock()
 	if l.locks == nil {
-		l.locks = make(map[uint64]*inodeLock)
+		l.locks = make(map[lockKey]*inodeLock)
 	}
-	il := l.locks[ino]
+	il := l.locks[k]
 	if il == nil {
 		il = &inodeLock{}
-		l.locks[ino] = il
+		l.locks[k] = il
 	}
 	il.refs++
 	l.mu.Unlock()
 	il.mu.Lock()
 }
 
-func (l *inodeLocks) unlock(ino uint64) {
+func (l *inodeLocks) unlock(k lockKey) {
 	l.mu.Lock()
-	il := l.locks[ino]
+	il := l.locks[k]
 	il.refs--
 	if il.refs == 0 {
-		delete(l.locks, ino)
+		delete(l.locks, k)
 	}
 	l.mu.Unlock()
 	il.mu.Unlock()
@@ -303,4 +499,15 @@ func (fi *fileInfo) Sys() any {
 		Size: int64(a.Size), Blksize: 4096, Blocks: int64(a.Blocks),
 		Atim: syscall.NsecToTimespec(a.Atime), Mtim: syscall.NsecToTimespec(a.Mtime), Ctim: syscall.NsecToTimespec(a.Ctime),
 	}
+}
+
+// LockRepo makes the daemon's own writers of one git repository (the
+// syncer's commits, git on the shell fast path) take turns: it waits for
+// the lock of the repository whose .git directory is gitDir and returns
+// its unlock. It is held in memory only, so a crash leaves nothing behind
+// (git processes, which the daemon cannot see, have .git/index.lock).
+func (f *FS) LockRepo(gitDir string) (unlock func()) {
+	k := lockKey{path: "repo " + path.Clean("/"+gitDir)}
+	f.locks.lock(k)
+	return func() { f.locks.unlock(k) }
 }

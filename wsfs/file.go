@@ -36,7 +36,7 @@ type File struct {
 func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 	r, err := f.lookup(p, true, false)
 	if err == kv.ErrNotFound && flag&O_CREATE != 0 {
-		r, err = f.openCreate(p, perm)
+		r, _, err = f.openCreate(p, perm, nil)
 	} else if err == nil && flag&(O_CREATE|O_EXCL) == O_CREATE|O_EXCL {
 		err = syscall.EEXIST
 	}
@@ -54,34 +54,58 @@ func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 	return &File{fs: f, name: p, ino: r.ino, flag: flag}, nil
 }
 
-// openCreate makes the file that Open with O_CREATE names, following a
-// dangling symbolic link to its target.
-func (f *FS) openCreate(p string, perm uint32) (resolved, error) {
+// openCreate makes the file that Open with O_CREATE names, with content
+// data, following a dangling symbolic link to its target. It reports
+// whether it made the file: it may find one made meanwhile instead.
+func (f *FS) openCreate(p string, perm uint32, data []byte) (resolved, bool, error) {
 	cur, above := uint64(kv.RootIno), []uint64(nil)
 	for range maxSymlinks {
 		r, err := f.lookupFrom(cur, above, p, false, true, "-")
 		if err != nil {
-			return r, err
+			return r, false, err
 		}
 		if r.ino == 0 {
-			a, err := f.kvCreate(r.dir, r.name, f.newInode(kv.NewInode{Mode: kv.S_IFREG | perm&0o7777&^f.umask}))
+			a, err := f.kvCreate(r.dir, r.name, f.newInode(kv.NewInode{Mode: kv.S_IFREG | perm&0o7777&^f.umask, Data: data}))
 			if err == kv.ErrExist { // lost a race with another creator
-				return f.lookupFrom(cur, above, p, true, false, "-")
+				r, err := f.lookupFrom(cur, above, p, true, false, "-")
+				return r, false, err
 			}
-			return resolved{ino: a.Ino, attr: a, dir: r.dir, name: r.name, above: r.above}, err
+			return resolved{ino: a.Ino, attr: a, dir: r.dir, name: r.name, above: r.above}, err == nil, err
 		}
 		if r.attr.Mode&kv.S_IFMT != kv.S_IFLNK {
-			return r, nil
+			return r, false, nil
 		}
 		if p, err = f.s.Readlink(r.ino); err != nil {
-			return r, err
+			return r, false, err
 		}
 		if p, err = f.linkTarget(p); err != nil {
-			return r, err
+			return r, false, err
 		}
 		cur, above = r.dir, r.above // a relative target starts where the link is
 	}
-	return resolved{}, syscall.ELOOP
+	return resolved{}, false, syscall.ELOOP
+}
+
+// writeWhole makes data the whole content of the regular file p (made
+// with perm, less the umask, if missing) in one change of the store: a
+// reader, or the store after a crash, finds the old content or the new,
+// never an empty or half-written file. It returns the file's inode.
+func (f *FS) writeWhole(p string, data []byte, perm uint32) (uint64, error) {
+	r, err := f.lookup(p, true, false)
+	if err == kv.ErrNotFound {
+		var made bool
+		if r, made, err = f.openCreate(p, perm, data); made {
+			return r.ino, nil
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if r.attr.IsDir() {
+		return 0, syscall.EISDIR
+	}
+	_, err = f.kvSetContent(r.ino, data)
+	return r.ino, err
 }
 
 // Name is the path the file was opened with.

@@ -88,6 +88,14 @@ func (f *FS) kvWrite(ino uint64, off int64, p []byte) error {
 	return err
 }
 
+func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
+	a, err := f.ses().SetContent(ino, data)
+	if err == nil {
+		f.changed(ino)
+	}
+	return a, err
+}
+
 // As returns the workspace for another actor: the same store, owner and
 // notifier, with changes journaled as a's.
 func (f *FS) As(a kv.Actor) *FS {

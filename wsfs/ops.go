@@ -264,16 +264,10 @@ func (f *FS) ReadFile(p string) ([]byte, error) {
 	return buf[:n], pathErr("read", p, err)
 }
 
-// WriteFile writes data to p, creating it with perm (less the umask) or
-// truncating it first.
+// WriteFile makes data the content of p, creating it with perm (less the
+// umask) if missing, in one change of the store: readers, and the store
+// after a crash, see the old content or the new, never a part of it.
 func (f *FS) WriteFile(p string, data []byte, perm uint32) error {
-	file, err := f.Open(p, O_WRONLY|O_CREATE|O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := file.Write(data); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	_, err := f.writeWhole(p, data, perm)
+	return pathErr("write", p, err)
 }

@@ -449,6 +449,9 @@ func cmdGit(c *cmd) int {
 		}
 		defer g.st.Close()
 		if !gitReadOnly[g.sub] {
+			// One writer of the repository at a time in the daemon: the
+			// syncer does not commit in the middle of this command.
+			defer g.wfs.LockRepo(g.file(".git"))()
 			for _, f := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "BISECT_LOG"} {
 				if _, err := g.wfs.Lstat(g.file(".git/" + f)); err == nil {
 					return g.usage("a merge, rebase, cherry-pick, revert or bisect is in progress")
