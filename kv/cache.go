@@ -64,12 +64,4 @@ func (s *Store) reserveCache(memtables int64) {
 
 // releaseCache gives the keeper's reservation back (before the store
 // closes the cache's last user).
-func (s *Store) releaseCache() {
-	k := &s.cacheKeeper
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.release != nil {
-		k.release()
-		k.release = nil
-	}
-}
+func (s *Store) releaseCache() { s.reserveCache(s.cacheKeeper.headroom) }
