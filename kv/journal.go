@@ -149,6 +149,14 @@ var system = &Actor{Entry: "store"}
 
 // commitRecord commits a change's batch with its journal record.
 func (s *Store) commitRecord(b *pebble.Batch, rec *Record, a *Actor) error {
+	return s.commitRecords(b, []*Record{rec}, a)
+}
+
+// commitRecords commits a change's batch with its journal records (in
+// order, with consecutive sequence numbers). A lone write record joins the
+// previous record when that was a write of the same file by the same
+// actor.
+func (s *Store) commitRecords(b *pebble.Batch, recs []*Record, a *Actor) error {
 	if s.journalOff {
 		return s.commit(b)
 	}
@@ -157,27 +165,33 @@ func (s *Store) commitRecord(b *pebble.Batch, rec *Record, a *Actor) error {
 	}
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
-	rec.Time, rec.Actor = time.Now().UnixNano(), *a // not now(): tests fake that clock for inode times
+	ts := time.Now().UnixNano() // not now(): tests fake that clock for inode times
 	last := &s.jlast
-	join := rec.Op == JWrite && last.Op == JWrite && last.Ino == rec.Ino && last.Actor == rec.Actor && last.Seq+1 == s.jnext
-	if join {
-		rec.Seq, rec.Path, rec.Path2 = last.Seq, last.Path, last.Path2
-	} else {
-		rec.Seq = s.jnext
-		if rec.where != nil {
-			rec.Path, rec.Path2 = rec.where()
+	join := len(recs) == 1 && recs[0].Op == JWrite && last.Op == JWrite && last.Ino == recs[0].Ino &&
+		last.Actor == *a && last.Seq+1 == s.jnext
+	next := s.jnext
+	for _, rec := range recs {
+		rec.Time, rec.Actor = ts, *a
+		if join {
+			rec.Seq, rec.Path, rec.Path2 = last.Seq, last.Path, last.Path2
+		} else {
+			rec.Seq = next
+			next++
+			if rec.where != nil {
+				rec.Path, rec.Path2 = rec.where()
+			}
 		}
+		b.Set(journalKey(rec.Seq), rec.encode(), nil)
 	}
-	b.Set(journalKey(rec.Seq), rec.encode(), nil)
 	if err := s.commit(b); err != nil {
 		return err
 	}
-	if !join {
-		s.jnext++
+	s.jnext = next
+	for _, rec := range recs {
+		rec.where = nil
+		s.notePath(rec, join)
 	}
-	rec.where = nil
-	s.jlast = *rec
-	s.notePath(rec, join)
+	s.jlast = *recs[len(recs)-1]
 	return nil
 }
 

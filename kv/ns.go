@@ -148,18 +148,30 @@ func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
 }
 
 func (s *Store) create(actor *Actor, dir uint64, name string, n NewInode) (Attr, error) {
-	if err := checkName(name); err != nil {
+	attrs, errs, err := s.createMany(actor, dir, []NewEntry{{Name: name, Inode: n}})
+	if err != nil {
 		return Attr{}, err
 	}
-	typ := n.Mode & S_IFMT
-	switch typ {
-	case S_IFREG, S_IFDIR, S_IFLNK, S_IFCHR, S_IFBLK, S_IFIFO, S_IFSOCK:
-	case 0:
-		typ = S_IFREG
-		n.Mode |= S_IFREG
-	default:
-		return Attr{}, ErrInvalid
-	}
+	return attrs[0], errs[0]
+}
+
+// NewEntry is one name for CreateMany.
+type NewEntry struct {
+	Name  string
+	Inode NewInode
+}
+
+// CreateMany creates entries in dir in one batch: what an import of many
+// files in one directory does, without a commit per file. errs[i] is the
+// error of entries[i] alone (ErrExist for a name that dir, or an earlier
+// entry, already has), which leaves attrs[i] zero and the others alone;
+// err is an error of the whole batch, which then created nothing.
+func (s *Store) CreateMany(dir uint64, entries []NewEntry) (attrs []Attr, errs []error, err error) {
+	return s.createMany(nil, dir, entries)
+}
+
+func (s *Store) createMany(actor *Actor, dir uint64, entries []NewEntry) ([]Attr, []error, error) {
+	attrs, errs := make([]Attr, len(entries)), make([]error, len(entries))
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
 	unlock := s.lockInodes(dir)
@@ -168,40 +180,97 @@ func (s *Store) create(actor *Actor, dir uint64, name string, n NewInode) (Attr,
 	defer t.close()
 	p, err := t.dir(dir)
 	if err != nil {
-		return Attr{}, err
+		return nil, nil, err
 	}
 	if p.Nlink == 0 {
-		return Attr{}, ErrNotFound // creating in a removed directory
-	}
-	if err := s.checkAbsent(dir, name); err != nil {
-		return Attr{}, err
-	}
-	if typ == S_IFDIR && p.Nlink >= maxLinks {
-		return Attr{}, ErrTooManyLinks
+		return nil, nil, ErrNotFound // creating in a removed directory
 	}
 	ts := now()
-	a := s.newAttr(p, n, ts)
+	next, made := s.nextIno, 0
+	var recs []*Record
+	var names map[string]bool // taken by earlier entries (the batch is not read back)
+	if len(entries) > 1 {
+		names = make(map[string]bool, len(entries))
+	}
+	for i, e := range entries {
+		if names[e.Name] {
+			errs[i] = ErrExist
+			continue
+		}
+		a, rec, err := s.addEntry(t, p, dir, e.Name, e.Inode, next, ts)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		attrs[i] = *a
+		recs = append(recs, rec)
+		if names != nil {
+			names[e.Name] = true
+		}
+		next++
+		made++
+	}
+	if made == 0 {
+		return attrs, errs, nil
+	}
+	t.touch(dir)
+	t.b.Set(keyNextIno, u64(next), nil)
+	t.b.Set(keyInodes, u64(uint64(s.inodes.Load()+int64(made))), nil)
+	if err := t.commitRecords(recs, actor); err != nil {
+		return nil, nil, err
+	}
+	s.nextIno = next
+	s.inodes.Add(int64(made))
+	return attrs, errs, nil
+}
+
+// addEntry adds to t a new inode numbered ino, named name in directory p
+// (dir), and returns its attributes and journal record.
+func (s *Store) addEntry(t *txn, p *Attr, dir uint64, name string, n NewInode, ino uint64, ts int64) (*Attr, *Record, error) {
+	if err := checkName(name); err != nil {
+		return nil, nil, err
+	}
+	typ := n.Mode & S_IFMT
+	switch typ {
+	case S_IFREG, S_IFDIR, S_IFLNK, S_IFCHR, S_IFBLK, S_IFIFO, S_IFSOCK:
+	case 0:
+		typ = S_IFREG
+		n.Mode |= S_IFREG
+	default:
+		return nil, nil, ErrInvalid
+	}
+	if err := s.checkAbsent(dir, name); err != nil {
+		return nil, nil, err
+	}
+	if typ == S_IFDIR && p.Nlink >= maxLinks {
+		return nil, nil, ErrTooManyLinks
+	}
+	a := newAttr(p, n, ino, ts)
 	a.Nlink = 1
 	switch typ {
 	case S_IFDIR:
 		a.Nlink = 2
-		p.Nlink++
 	case S_IFLNK:
 		a.Size = uint64(len(n.Target))
-		t.b.Set(linkKey(a.Ino), []byte(n.Target), nil)
 	case S_IFREG:
 		if n.Remote {
 			if n.Origin == nil || n.Size > MaxFileSize {
-				return Attr{}, ErrInvalid
+				return nil, nil, ErrInvalid
 			}
 			a.Flags |= FlagRemote
 			a.Size = n.Size
-		} else if len(n.Data) > 0 {
-			if uint64(len(n.Data)) > MaxFileSize {
-				return Attr{}, ErrFileTooLarge
-			}
-			putContent(t.b, a, n.Data)
+		} else if uint64(len(n.Data)) > MaxFileSize {
+			return nil, nil, ErrFileTooLarge
 		}
+	}
+	// Nothing fails past this point: the entry's keys go into the batch.
+	switch {
+	case typ == S_IFDIR:
+		p.Nlink++
+	case typ == S_IFLNK:
+		t.b.Set(linkKey(a.Ino), []byte(n.Target), nil)
+	case typ == S_IFREG && !n.Remote && len(n.Data) > 0:
+		putContent(t.b, a, n.Data)
 	}
 	if n.Mtime != 0 {
 		a.Mtime = n.Mtime
@@ -215,12 +284,9 @@ func (s *Store) create(actor *Actor, dir uint64, name string, n NewInode) (Attr,
 		a.Rdev = 0
 	}
 	p.Mtime, p.Ctime = ts, ts
-	t.touch(dir)
 	t.put(a)
 	t.b.Set(direntKey(dir, name), encodeDirent(a.Ino, a.Mode), nil)
 	t.b.Set(backrefKey(a.Ino, dir, name), nil, nil)
-	t.b.Set(keyNextIno, u64(a.Ino+1), nil)
-	t.b.Set(keyInodes, u64(uint64(s.inodes.Load()+1)), nil)
 	op := JCreate
 	switch typ {
 	case S_IFDIR:
@@ -229,19 +295,14 @@ func (s *Store) create(actor *Actor, dir uint64, name string, n NewInode) (Attr,
 		op = JSymlink
 	}
 	rec := &Record{Op: op, Ino: a.Ino, Size: a.Size, where: func() (string, string) { return s.entryPath(dir, name), "" }}
-	if err := t.commitRecord(rec, actor); err != nil {
-		return Attr{}, err
-	}
-	s.nextIno++
-	s.inodes.Add(1)
-	return *a, nil
+	return a, rec, nil
 }
 
-// newAttr returns the attributes of a new inode in directory p, with the
-// next inode number, the times ts and BSD group semantics for a setgid
-// parent: the group is the directory's, and a new directory is setgid too.
-func (s *Store) newAttr(p *Attr, n NewInode, ts int64) *Attr {
-	a := &Attr{Ino: s.nextIno, Mode: n.Mode, Uid: n.Uid, Gid: n.Gid, Rdev: n.Rdev,
+// newAttr returns the attributes of a new inode ino in directory p, with
+// the times ts and BSD group semantics for a setgid parent: the group is
+// the directory's, and a new directory is setgid too.
+func newAttr(p *Attr, n NewInode, ino uint64, ts int64) *Attr {
+	a := &Attr{Ino: ino, Mode: n.Mode, Uid: n.Uid, Gid: n.Gid, Rdev: n.Rdev,
 		Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
 	if p.Mode&S_ISGID != 0 {
 		a.Gid = p.Gid
@@ -287,7 +348,7 @@ func (s *Store) createTmpfile(actor *Actor, dir uint64, n NewInode) (Attr, error
 	if p.Nlink == 0 {
 		return Attr{}, ErrNotFound // a removed directory
 	}
-	a := s.newAttr(&p, n, now()) // no name, so no link yet
+	a := newAttr(&p, n, s.nextIno, now()) // no name, so no link yet
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(attrKey(a.Ino), a.encode(), nil)

@@ -742,3 +742,57 @@ func TestTooManyLinks(t *testing.T) {
 		t.Fatalf("full directory nlink %d, want %d", n, maxLinks)
 	}
 }
+
+// TestCreateMany: one batch of entries, each created or refused on its own,
+// with a journal record per entry and the inode counter right after it.
+func TestCreateMany(t *testing.T) {
+	s := newStore(t)
+	d := mkdir(t, s, RootIno, "d")
+	mkfile(t, s, d.Ino, "taken")
+	seq := s.LastSeq()
+	reg := NewInode{Mode: S_IFREG | 0o644}
+	attrs, errs, err := s.CreateMany(d.Ino, []NewEntry{
+		{Name: "a", Inode: reg},
+		{Name: "taken", Inode: reg},
+		{Name: "sub", Inode: NewInode{Mode: S_IFDIR | 0o755}},
+		{Name: "a", Inode: reg}, // an earlier entry's name
+		{Name: "x/y", Inode: reg},
+		{Name: "l", Inode: NewInode{Mode: S_IFLNK | 0o777, Target: "a"}},
+		{Name: "data", Inode: NewInode{Mode: S_IFREG | 0o600, Data: []byte("hello")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErrs := []error{nil, ErrExist, nil, ErrExist, ErrInvalid, nil, nil}
+	for i, want := range wantErrs {
+		if errs[i] != want {
+			t.Errorf("entry %d: error %v, want %v", i, errs[i], want)
+		}
+		if (want == nil) != (attrs[i].Ino != 0) {
+			t.Errorf("entry %d: attributes %+v with error %v", i, attrs[i], errs[i])
+		}
+	}
+	if got := names(t, s, d.Ino); strings.Join(got, " ") != "a data l sub taken" {
+		t.Fatalf("d holds %q", got)
+	}
+	if got := string(readAll(t, s, resolve(t, s, "d/data"))); got != "hello" {
+		t.Fatalf("d/data holds %q", got)
+	}
+	if a := getattr(t, s, d.Ino); a.Nlink != 3 {
+		t.Fatalf("d has %d links, want 3 (its subdirectory)", a.Nlink)
+	}
+	wantJournal(t, s, seq,
+		fmt.Sprintf("%d create /d/a by store", seq+1),
+		fmt.Sprintf("%d mkdir /d/sub by store", seq+2),
+		fmt.Sprintf("%d symlink /d/l by store", seq+3),
+		fmt.Sprintf("%d create /d/data by store", seq+4))
+	f := mkfile(t, s, RootIno, "after")
+	if f.Ino != attrs[6].Ino+1 {
+		t.Fatalf("the next inode is %d, want %d", f.Ino, attrs[6].Ino+1)
+	}
+	if _, _, err := s.CreateMany(RootIno+1000, []NewEntry{{Name: "a", Inode: reg}}); err != ErrNotFound {
+		t.Fatalf("CreateMany in a missing directory: %v", err)
+	}
+	s = reopen(t, s)
+	checkInvariants(t, s, checkOpts{})
+}

@@ -72,10 +72,15 @@ func (t *txn) forget(ino uint64) {
 // commitRecord writes the changed attributes and commits the batch with
 // its journal record.
 func (t *txn) commitRecord(rec *Record, actor *Actor) error {
+	return t.commitRecords([]*Record{rec}, actor)
+}
+
+// commitRecords is commitRecord for an operation of several records.
+func (t *txn) commitRecords(recs []*Record, actor *Actor) error {
 	for _, ino := range t.dirty {
 		t.b.Set(attrKey(ino), t.attrs[ino].encode(), nil)
 	}
-	return t.s.commitRecord(t.b, rec, actor)
+	return t.s.commitRecords(t.b, recs, actor)
 }
 
 func (t *txn) close() { t.b.Close() }

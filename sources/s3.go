@@ -134,6 +134,7 @@ func (im *Importer) importS3(ctx context.Context, idx int, src *spec.Source) err
 	var objects, bytes int64
 	manifest := map[string][]byte{}
 	g.Go(func() error {
+		b := objectBatch{im: im}
 		for page := range pages {
 			for _, o := range page {
 				objects++
@@ -144,17 +145,17 @@ func (im *Importer) importS3(ctx context.Context, idx int, src *spec.Source) err
 				if c.MaxBytes > 0 && bytes > int64(c.MaxBytes) {
 					return fmt.Errorf("prefix %q of bucket %q holds more than max_bytes (%d bytes)", c.Prefix, c.Bucket, int64(c.MaxBytes))
 				}
-				ino, err := im.addObject(idx, c, dirs, o)
-				if err != nil {
+				if err := im.addObject(idx, c, dirs, o, &b); err != nil {
 					return err
-				}
-				if ino != 0 {
-					remote = append(remote, ino)
 				}
 				manifest[manifestKey(idx, o.key)] = []byte(o.etag)
 				im.Progress.Add(1, o.size)
 			}
+			if err := b.flush(); err != nil { // the page's last directory
+				return err
+			}
 		}
+		remote = b.remote
 		return nil
 	})
 	if err := g.Wait(); err != nil {
@@ -250,44 +251,92 @@ func listPrefix(ctx context.Context, client *s3.Client, c *spec.S3, out chan<- [
 // path ("a//b", "../x", a name longer than 255 bytes, a file where a
 // directory is needed) are skipped with a warning; "dir/" markers become
 // directories.
-func (im *Importer) addObject(idx int, c *spec.S3, dirs map[string]uint64, o s3Object) (uint64, error) {
+// addObject adds the file of one listed object to the batch, making its
+// directories first.
+func (im *Importer) addObject(idx int, c *spec.S3, dirs map[string]uint64, o s3Object, b *objectBatch) error {
 	rel, marker, valid := s3Rel(c, o.key)
 	if rel == "" {
-		return 0, nil // the prefix's own marker
+		return nil // the prefix's own marker
 	}
 	if !valid {
 		im.Log.Warn("skipped an object whose key is not a path", "key", o.key)
-		return 0, nil
+		return nil
 	}
 	dirPath := path.Dir(rel)
 	if marker {
 		dirPath = rel
 	}
+	known := dirPath == "."
+	if !known {
+		_, known = dirs[dirPath]
+	}
+	if !known {
+		// A new directory may take the name of a file in the batch:
+		// create those first, as they came first.
+		if err := b.flush(); err != nil {
+			return err
+		}
+	}
 	dir, err := im.mkdirs(dirs, dirPath)
 	if err != nil {
 		im.Log.Warn("skipped an object", "key", o.key, "err", err)
-		return 0, nil
+		return nil
 	}
 	if marker {
-		return 0, nil
+		return nil
 	}
 	n := kv.NewInode{Mode: kv.S_IFREG | 0o644, Uid: im.owner.UID, Gid: im.owner.GID, Mtime: o.mtime.UnixNano(),
 		Origin: &kv.Origin{Source: uint32(idx), Key: o.key, ID: o.etag}}
 	if o.size > 0 {
 		n.Remote, n.Size = true, uint64(o.size)
 	}
-	a, err := im.Store.Create(dir, path.Base(rel), n)
-	if err == kv.ErrExist {
-		im.Log.Warn("skipped an object whose path is taken (a directory of the same name?)", "key", o.key)
-		return 0, nil
+	return b.add(dir, kv.NewEntry{Name: path.Base(rel), Inode: n})
+}
+
+// objectBatch gathers the files of consecutive objects in one directory
+// (a listing is in key order, so a directory's files mostly come
+// together) and creates them in one store batch: a commit per file was
+// most of the import's CPU.
+type objectBatch struct {
+	im      *Importer
+	dir     uint64
+	entries []kv.NewEntry
+	remote  []uint64 // created files whose content stays remote
+}
+
+const objectBatchMax = 1000
+
+func (b *objectBatch) add(dir uint64, e kv.NewEntry) error {
+	if dir != b.dir || len(b.entries) >= objectBatchMax {
+		if err := b.flush(); err != nil {
+			return err
+		}
+		b.dir = dir
 	}
+	b.entries = append(b.entries, e)
+	return nil
+}
+
+func (b *objectBatch) flush() error {
+	if len(b.entries) == 0 {
+		return nil
+	}
+	attrs, errs, err := b.im.Store.CreateMany(b.dir, b.entries)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if o.size > 0 {
-		return a.Ino, nil
+	for i, e := range b.entries {
+		switch {
+		case errs[i] == kv.ErrExist:
+			b.im.Log.Warn("skipped an object whose path is taken (a directory of the same name?)", "key", e.Inode.Origin.Key)
+		case errs[i] != nil:
+			return fmt.Errorf("%s: %w", e.Inode.Origin.Key, errs[i])
+		case e.Inode.Remote:
+			b.remote = append(b.remote, attrs[i].Ino)
+		}
 	}
-	return 0, nil
+	b.entries = b.entries[:0]
+	return nil
 }
 
 // s3Rel maps an object key to its path below the source's directory

@@ -496,10 +496,18 @@ func TestS3KeyMapping(t *testing.T) {
 	im := &Importer{Store: s, Log: quiet(), fs: wsfs.New(s, wsfs.Owner{})}
 	c := &spec.S3{Prefix: "p/"}
 	dirs := map[string]uint64{"": kv.RootIno}
-	for _, k := range []string{"p/a", "p/clash", "p/clash/c", "p/" + strings.Repeat("n", 256) + "/x", "p//b", "p/./c", "p/x/../y", "p/../z", "p/d/", "p/d/e", "p/"} {
-		if _, err := im.addObject(0, c, dirs, s3Object{key: k, size: 1, etag: "e"}); err != nil {
+	b := objectBatch{im: im}
+	// "p//b" then "p/b": one path twice in one batch (the second is skipped).
+	for _, k := range []string{"p/a", "p/clash", "p/clash/c", "p/" + strings.Repeat("n", 256) + "/x", "p//b", "p/b", "p/./c", "p/x/../y", "p/../z", "p/d/", "p/d/e", "p/"} {
+		if err := im.addObject(0, c, dirs, s3Object{key: k, size: 1, etag: "e"}, &b); err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
+	}
+	if err := b.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.remote) != 4 {
+		t.Fatalf("%d remote files created, want 4", len(b.remote))
 	}
 	var got []string
 	walk(t, wsfs.New(s, wsfs.Owner{}), "/", func(p string, _ kv.Attr) { got = append(got, p) })
