@@ -116,6 +116,21 @@ func TestSyncGitMounted(t *testing.T) {
 	}
 }
 
+// crashPushBack mounts, on a daemon built without the race detector, a
+// workspace whose /r is a push-back checkout of a bare repository generated
+// with gittest.Generate(files, commits, seed), synced only when asked. It
+// returns the bare repository, the mount, the daemon's binary and the
+// checkout's path on the mount.
+func crashPushBack(t *testing.T, files, commits int, seed uint64) (bare string, m *testmount.Mount, bin, repo string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src")
+	gittest.Generate(t, src, files, commits, seed)
+	bare = gittest.Bare(t, src)
+	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true}\nsync:\n  debounce: 1h\n")
+	m = testmount.StartPlain(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
+	return bare, m, testmount.PlainBinary(t), filepath.Join(m.Dir, "r")
+}
+
 // TestSyncGitCrash: the daemon is killed (SIGKILL) at a random point of a
 // git sync of 150 changed files (new, edited, deleted); after the restart a sync
 // finishes the work, and the remote holds exactly one commit per round
@@ -127,13 +142,7 @@ func TestSyncGitMounted(t *testing.T) {
 // Passes run on a race build of the daemon in TestSyncGitMounted, and
 // syncer.TestGitPushCrash kills a race-built child during them.
 func TestSyncGitCrash(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "src")
-	gittest.Generate(t, src, 500, 3, 7)
-	bare := gittest.Bare(t, src)
-	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true}\nsync:\n  debounce: 1h\n")
-	m := testmount.StartPlain(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
-	bin := testmount.PlainBinary(t)
-	repo := filepath.Join(m.Dir, "r")
+	bare, m, bin, repo := crashPushBack(t, 500, 3, 7)
 	base, _ := strconv.Atoi(gittest.Git(t, bare, "rev-list", "--count", "main"))
 	rng := rand.New(rand.NewPCG(3, 4))
 	start := time.Now()
@@ -210,13 +219,7 @@ func TestSyncGitCrash(t *testing.T) {
 // listing of the objects.) The daemon is built without the race detector,
 // as in TestSyncGitCrash: with it, a round manages one commit in seconds.
 func TestGitCrashMetadata(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "src")
-	gittest.Generate(t, src, 60, 2, 11)
-	bare := gittest.Bare(t, src)
-	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true}\nsync:\n  debounce: 1h\n")
-	m := testmount.StartPlain(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
-	bin := testmount.PlainBinary(t)
-	repo := filepath.Join(m.Dir, "r")
+	bare, m, bin, repo := crashPushBack(t, 60, 2, 11)
 	rng := rand.New(rand.NewPCG(5, 6))
 	ident := []string{"--env", "GIT_AUTHOR_NAME=agent", "--env", "GIT_AUTHOR_EMAIL=agent@example.com",
 		"--env", "GIT_COMMITTER_NAME=agent", "--env", "GIT_COMMITTER_EMAIL=agent@example.com"}
