@@ -30,14 +30,7 @@ func TestSyncGitMounted(t *testing.T) {
 	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--spec", spec)
 	bin := testmount.Binary(t)
 	repo := filepath.Join(m.Dir, "r")
-	cli := func(wantErr bool, args ...string) string {
-		t.Helper()
-		out, err := exec.Command(bin, append(args, "-w", m.Dir)...).CombinedOutput()
-		if (err != nil) != wantErr {
-			t.Fatalf("computerfs %v: %v\n%s\ndaemon log:\n%s", args, err, out, m.Log())
-		}
-		return string(out)
-	}
+	cli := workspaceCLI(t, bin, m)
 	remote := func(args ...string) string { t.Helper(); return gittest.Git(t, bare, args...) }
 
 	// An edit and a removal through the mount.

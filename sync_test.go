@@ -110,14 +110,7 @@ func TestSyncMounted(t *testing.T) {
 	m := testmount.Start(t, store, "--spec", syncSpec(t, srv, bucket, "1h"))
 	bin := testmount.Binary(t)
 	data := filepath.Join(m.Dir, "data")
-	cli := func(wantErr bool, args ...string) string {
-		t.Helper()
-		out, err := exec.Command(bin, append(args, "-w", m.Dir)...).CombinedOutput()
-		if (err != nil) != wantErr {
-			t.Fatalf("computerfs %v: %v\n%s\ndaemon log:\n%s", args, err, out, m.Log())
-		}
-		return string(out)
-	}
+	cli := workspaceCLI(t, bin, m)
 
 	// Close after writing: uploaded without waiting for the debounce.
 	if err := os.WriteFile(filepath.Join(data, "a"), []byte("closed a"), 0o644); err != nil {
@@ -240,5 +233,19 @@ func TestSyncCrash(t *testing.T) {
 		}
 		sameFiles(t, bucketFiles(t, srv, bucket, "p/"), dirFiles(t, data))
 		t.Logf("round %d: %s (%v)", round, strings.SplitN(string(out), "\n", 2)[0], time.Since(start))
+	}
+}
+
+// workspaceCLI returns a function that runs `bin ARGS -w MOUNT` against the
+// mount m, fails the test unless it fails exactly when wantErr says, and
+// returns its output.
+func workspaceCLI(t *testing.T, bin string, m *testmount.Mount) func(wantErr bool, args ...string) string {
+	return func(wantErr bool, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append(args, "-w", m.Dir)...).CombinedOutput()
+		if (err != nil) != wantErr {
+			t.Fatalf("computerfs %v: %v\n%s\ndaemon log:\n%s", args, err, out, m.Log())
+		}
+		return string(out)
 	}
 }

@@ -111,23 +111,8 @@ func (e *gitEnv) restart(o gitOpts) {
 	e.newSyncer(o)
 }
 
-func (e *gitEnv) sync() SourceReport {
-	e.t.Helper()
-	rep := e.sy.Sync(context.Background())
-	if len(rep.Sources) != 1 {
-		e.t.Fatalf("sync: %+v", rep)
-	}
-	return rep.Sources[0]
-}
-
-func (e *gitEnv) mustSync() SourceReport {
-	e.t.Helper()
-	r := e.sync()
-	if len(r.Errors) > 0 || len(r.Conflicts) > 0 {
-		e.t.Fatalf("sync: %+v", r)
-	}
-	return r
-}
+func (e *gitEnv) sync() SourceReport     { e.t.Helper(); return syncOne(e.t, e.sy) }
+func (e *gitEnv) mustSync() SourceReport { e.t.Helper(); return mustSyncOne(e.t, e.sy) }
 
 func (e *gitEnv) write(p, data string) {
 	e.t.Helper()

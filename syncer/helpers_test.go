@@ -111,20 +111,26 @@ func (e *env) restart(o envOpts) {
 	e.newSyncer(o)
 }
 
-func (e *env) sync() SourceReport {
-	e.t.Helper()
-	rep := e.sy.Sync(context.Background())
+func (e *env) sync() SourceReport     { e.t.Helper(); return syncOne(e.t, e.sy) }
+func (e *env) mustSync() SourceReport { e.t.Helper(); return mustSyncOne(e.t, e.sy) }
+
+// syncOne runs a pass of a syncer of one source and returns its report.
+func syncOne(t testing.TB, sy *Syncer) SourceReport {
+	t.Helper()
+	rep := sy.Sync(context.Background())
 	if len(rep.Sources) != 1 {
-		e.t.Fatalf("sync: %+v", rep)
+		t.Fatalf("sync: %+v", rep)
 	}
 	return rep.Sources[0]
 }
 
-func (e *env) mustSync() SourceReport {
-	e.t.Helper()
-	r := e.sync()
+// mustSyncOne is syncOne for a pass that must end without errors or
+// conflicts.
+func mustSyncOne(t testing.TB, sy *Syncer) SourceReport {
+	t.Helper()
+	r := syncOne(t, sy)
 	if len(r.Errors) > 0 || len(r.Conflicts) > 0 {
-		e.t.Fatalf("sync: %+v", r)
+		t.Fatalf("sync: %+v", r)
 	}
 	return r
 }
