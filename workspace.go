@@ -149,7 +149,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		return nil, err
 	}
 	w.stopTrim = make(chan struct{})
-	go trimMemory(w.stopTrim)
+	go trimMemory(w.stopTrim, w.Store.DropBlockCache)
 	if opts.Sandbox != nil && opts.Sandbox.Warm > 0 {
 		// An umount(8) from outside only detaches the mount here: the
 		// warm sandboxes' namespaces still hold it, so the kernel would

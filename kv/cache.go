@@ -23,6 +23,7 @@ type cacheKeeper struct {
 
 	mu      sync.Mutex
 	release func() // the keeper's reservation
+	closed  bool   // the store is closing: the cache is Pebble's to free
 
 	// cacheChecks counts the flusher's ticks that still look at the
 	// memtables' reservation after a flush began or ended (a flushed
@@ -64,4 +65,23 @@ func (s *Store) reserveCache(memtables int64) {
 
 // releaseCache gives the keeper's reservation back (before the store
 // closes the cache's last user).
-func (s *Store) releaseCache() { s.reserveCache(s.cacheKeeper.headroom) }
+func (s *Store) releaseCache() {
+	s.reserveCache(s.cacheKeeper.headroom) // as if the memtables took it all: no reservation
+	s.cacheKeeper.mu.Lock()
+	s.cacheKeeper.closed = true
+	s.cacheKeeper.mu.Unlock()
+}
+
+// DropBlockCache evicts every block from the block cache, so that a
+// daemon gone idle gives that memory back (with the allocator's trim); the
+// next reads fill it again from the table files, which the kernel caches.
+// Blocks in use stay until their readers are done.
+func (s *Store) DropBlockCache() {
+	k := &s.cacheKeeper
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cache == nil || k.closed {
+		return
+	}
+	k.cache.Reserve(int(k.cache.MaxSize()))() // reserving the whole cache evicts it
+}

@@ -94,3 +94,43 @@ func TestNoSyncStore(t *testing.T) {
 	}
 	checkInvariants(t, s, checkOpts{})
 }
+
+// TestDropBlockCache: an idle daemon empties the block cache; reads work
+// and fill it again; after Close it does nothing.
+func TestDropBlockCache(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Create(RootIno, "f", NewInode{Mode: S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := pattern(3, 4<<20)
+	write(t, s, f.Ino, 0, data)
+	if err := s.db.Flush(); err != nil { // into a table, read through the cache
+		t.Fatal(err)
+	}
+	read := func() {
+		t.Helper()
+		if got := readAll(t, s, f.Ino); !bytes.Equal(got, data) {
+			t.Fatal("read back other data")
+		}
+	}
+	read()
+	if size := s.db.Metrics().BlockCache.Size; size < 1<<20 {
+		t.Fatalf("the cache holds %d bytes after a 4 MiB read: the test checks nothing", size)
+	}
+	s.DropBlockCache()
+	if size := s.db.Metrics().BlockCache.Size; size > 64<<10 {
+		t.Fatalf("the cache holds %d bytes after DropBlockCache", size)
+	}
+	read()
+	if size := s.db.Metrics().BlockCache.Size; size < 1<<20 {
+		t.Fatalf("the cache holds %d bytes after reading again", size)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.DropBlockCache() // the cache is gone with the store: nothing to do
+}
