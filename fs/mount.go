@@ -26,14 +26,15 @@ type MountOptions struct {
 // Mount serves store at mountpoint and returns once the kernel has the
 // mount. The caller runs (*fuse.Server).Wait and unmounts with Unmount.
 func Mount(store *kv.Store, mountpoint string, opts MountOptions) (*fuse.Server, error) {
-	if err := checkMountpoint(mountpoint); err != nil {
+	fsName := "computerfs:" + store.Dir()
+	if err := checkMountpoint(mountpoint, fsName); err != nil {
 		return nil, err
 	}
 	fsys := New(store, opts.Config)
 	mo := &fuse.MountOptions{
 		AllowOther:    !opts.Private,
 		Options:       []string{"default_permissions"},
-		FsName:        "computerfs:" + store.Dir(),
+		FsName:        fsName,
 		Name:          "computerfs",
 		MaxWrite:      1 << 20,
 		MaxReadAhead:  1 << 20,
@@ -78,12 +79,28 @@ func setReadAhead(mountpoint string, kb int) error {
 }
 
 // checkMountpoint gives clear errors for a mount point that is missing, not
-// a directory or already a mount.
-func checkMountpoint(mp string) error {
+// a directory or already a mount. fsName is the source name of the mount
+// about to be made.
+func checkMountpoint(mp, fsName string) error {
+	// A mount of this very store can only be left over from a daemon that
+	// died (a crash, SIGKILL): the caller holds the store's lock, which a
+	// live daemon would hold. Nobody serves it, so detach it and mount
+	// afresh. This does not depend on what stat says about the dead mount,
+	// which varies (ENOTCONN, ECONNABORTED, or EIO when the kernel marked
+	// the root bad while the connection went down).
+	for {
+		m, ok, err := FindMount(mp)
+		if err != nil || !ok || m.FSType != "fuse.computerfs" || m.Source != fsName {
+			break
+		}
+		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+			return fmt.Errorf("mount point %s: detaching the dead mount of this store failed: %w", mp, err)
+		}
+	}
 	st, err := os.Stat(mp)
 	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
-		// The FUSE mount of a daemon that died (a crash, SIGKILL): nobody
-		// serves it, so detach it and mount afresh.
+		// The dead mount of another store: the same, going by the
+		// kernel's word that nobody serves it.
 		if uerr := syscall.Unmount(mp, syscall.MNT_DETACH); uerr != nil {
 			return fmt.Errorf("mount point %s: %w; detaching the dead mount failed: %v", mp, err, uerr)
 		}

@@ -478,8 +478,12 @@ func TestMountOverDeadMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, m.Pid)
-	if _, err := os.Stat(m.Dir); !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
-		t.Fatalf("stat of the dead mount: %v, want ENOTCONN or ECONNABORTED", err)
+	// Which error the dead mount gives depends on timing (ENOTCONN,
+	// ECONNABORTED, EIO were all seen); the remount must not care.
+	if _, err := os.Stat(m.Dir); err == nil {
+		t.Fatal("stat of the dead mount succeeded")
+	} else {
+		t.Logf("stat of the dead mount: %v", err)
 	}
 	m.Remount(t)
 	if got, err := os.ReadFile(filepath.Join(m.Dir, "f")); err != nil || string(got) != "kept" {

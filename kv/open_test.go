@@ -166,6 +166,17 @@ func TestOpenLocked(t *testing.T) {
 	}
 }
 
+// Dir is absolute whatever Open was given: the mount is named after it, and
+// a daemon finds its own dead mounts by that name.
+func TestOpenRelativeDir(t *testing.T) {
+	base := t.TempDir()
+	t.Chdir(base)
+	s := openStore(t, "store")
+	if want := filepath.Join(base, "store"); s.Dir() != want {
+		t.Fatalf("Dir() = %q, want %q", s.Dir(), want)
+	}
+}
+
 // A store whose creation was interrupted (the process died while Pebble was
 // creating db/, before CURRENT or before the first batch) never received a
 // file: Open should create the store rather than refuse it forever.

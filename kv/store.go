@@ -132,6 +132,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	// Absolute, so that the name the mount carries (and the daemon finds
+	// its own dead mounts by) does not depend on the working directory.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
 	fresh, err := checkStoreDir(dir)
 	if err != nil {
 		return nil, err
