@@ -1,36 +1,24 @@
 package fs
 
 import (
-	"syscall"
+	"sync"
 
 	"github.com/computerfs/computerfs/kv"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// OpenDir implements OPENDIR.
+// OpenDir implements OPENDIR by declining it. ENOSYS tells the kernel
+// that directories need no opening: it stops sending OPENDIR and
+// RELEASEDIR for good, and treats every directory as opened with
+// FOPEN_CACHE_DIR|FOPEN_KEEP_CACHE, so a listing it already holds is
+// listed again without any request. That holds for as long as the listing
+// stays valid: the kernel drops it itself when the directory changes
+// through the mount (its mtime or change counter moves), and the daemon's
+// other writers tell it (Notifier.Changed). READDIR then comes without a
+// handle; dirCursors keeps what a handle kept.
 func (f *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	a, err := f.store.GetAttr(in.NodeId)
-	if err != nil {
-		return f.status("opendir", err)
-	}
-	if !a.IsDir() {
-		return fuse.ENOTDIR
-	}
-	out.Fh = f.newHandle(in.NodeId, syscall.O_RDONLY)
-	// Let the kernel cache the listing: it drops the cache itself when the
-	// directory changes through the mount (other paths into the store must
-	// notify it). Unless the access time is due: then the first READDIR
-	// must reach us, as for files.
-	if !kv.NeedsAtime(&a) {
-		out.OpenFlags = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
-	} else {
-		out.OpenFlags = fuse.FOPEN_CACHE_DIR
-	}
-	return fuse.OK
+	return fuse.ENOSYS
 }
-
-// ReleaseDir implements RELEASEDIR.
-func (f *FS) ReleaseDir(in *fuse.ReleaseIn) { f.dropHandle(in.Fh) }
 
 // FsyncDir implements FSYNCDIR.
 func (f *FS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
@@ -49,22 +37,19 @@ func (f *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 }
 
 // readDir streams a directory. Entry offsets are positions in the stream:
-// 1 is ".", 2 is "..", then the entries in name order. The handle keeps the
-// names of its last reply, so a reader that resumes at any of them continues
-// with a seek in the store, whatever was added or removed meanwhile. Only
-// an offset from further back (seekdir to an older telldir) restarts the
-// scan and counts entries, which is exact only if nothing changed.
+// 1 is ".", 2 is "..", then the entries in name order. The names of the
+// directory's last few replies are kept (dirCursors), so a reader that
+// resumes at any of them continues with a seek in the store, whatever was
+// added or removed meanwhile. Only an offset that is no longer known
+// (seekdir to an old telldir, or more readers of one directory at once than
+// the cursors keep) restarts the scan and counts entries, which is exact
+// only if nothing changed.
 func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
-	h := f.handle(in.Fh)
-	if h == nil {
-		return fuse.EBADF
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	ino := in.NodeId
 	off := in.Offset
 	if off == 0 {
-		if a, err := f.store.GetAttr(h.ino); err == nil && kv.NeedsAtime(&a) {
-			if err := f.store.TouchAtime(h.ino); err != nil {
+		if a, err := f.store.GetAttr(ino); err == nil && kv.NeedsAtime(&a) {
+			if err := f.store.TouchAtime(ino); err != nil {
 				return f.status("readdir", err)
 			}
 		}
@@ -72,14 +57,11 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 	after, skip := "", uint64(0)
 	if off > 2 {
 		skip = off - 2
-		for _, e := range h.lastBatch {
-			if e.off == off {
-				after, skip = e.name, 0
-				break
-			}
+		if name, ok := f.cursors.find(ino, off); ok {
+			after, skip = name, 0
 		}
 	}
-	h.lastBatch = h.lastBatch[:0]
+	var batch []batchEntry
 	add := func(name string, ino uint64, mode uint32, next uint64) bool {
 		e := fuse.DirEntry{Name: name, Ino: ino, Mode: mode, Off: next}
 		if !plus {
@@ -98,26 +80,27 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 				}
 			}
 		}
-		h.lastBatch = append(h.lastBatch, batchEntry{next, name})
+		batch = append(batch, batchEntry{next, name})
 		return true
 	}
+	defer func() { f.cursors.keep(ino, batch) }()
 	if off < 1 {
-		if !add(".", h.ino, kv.S_IFDIR, 1) {
+		if !add(".", ino, kv.S_IFDIR, 1) {
 			return fuse.OK
 		}
 		off = 1
 	}
 	if off < 2 {
-		parent, err := f.store.Parent(h.ino)
+		parent, err := f.store.Parent(ino)
 		if err != nil {
-			parent = h.ino
+			parent = ino
 		}
 		if !add("..", parent, kv.S_IFDIR, 2) {
 			return fuse.OK
 		}
 		off = 2
 	}
-	err := f.store.ReadDir(h.ino, after, func(d kv.Dirent) bool {
+	err := f.store.ReadDir(ino, after, func(d kv.Dirent) bool {
 		if skip > 0 {
 			skip--
 			return true
@@ -129,4 +112,76 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 		return true
 	})
 	return f.status("readdir", err)
+}
+
+// dirCursors remembers the entries of recent READDIR replies per directory:
+// the offset the kernel continues from is one of them, and its name is
+// where the store's scan resumes. A directory keeps its last cursorBatches
+// replies (more than one, for several readers at once); a reply that ends
+// the listing forgets the directory, and at most maxCursorDirs directories
+// are kept (readers that stop halfway leave theirs behind).
+type dirCursors struct {
+	mu   sync.Mutex
+	dirs map[uint64]*[cursorBatches][]batchEntry
+	next map[uint64]int
+}
+
+const (
+	cursorBatches = 4
+	maxCursorDirs = 256
+)
+
+type batchEntry struct {
+	off  uint64
+	name string
+}
+
+// find returns the name of the entry at offset off of directory ino.
+func (c *dirCursors) find(ino, off uint64) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	batches := c.dirs[ino]
+	if batches == nil {
+		return "", false
+	}
+	for _, b := range batches {
+		if len(b) > 0 && b[0].off <= off && off <= b[len(b)-1].off {
+			for _, e := range b {
+				if e.off == off {
+					return e.name, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// keep records a reply; an empty one (the end of the listing) forgets ino.
+func (c *dirCursors) keep(ino uint64, batch []batchEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(batch) == 0 {
+		delete(c.dirs, ino)
+		delete(c.next, ino)
+		return
+	}
+	if c.dirs == nil {
+		c.dirs = make(map[uint64]*[cursorBatches][]batchEntry)
+		c.next = make(map[uint64]int)
+	}
+	batches := c.dirs[ino]
+	if batches == nil {
+		for victim := range c.dirs {
+			if len(c.dirs) < maxCursorDirs {
+				break
+			}
+			delete(c.dirs, victim)
+			delete(c.next, victim)
+		}
+		batches = new([cursorBatches][]batchEntry)
+		c.dirs[ino] = batches
+	}
+	i := c.next[ino]
+	batches[i] = batch
+	c.next[ino] = (i + 1) % cursorBatches
 }

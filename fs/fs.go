@@ -40,6 +40,8 @@ type FS struct {
 	opens   map[uint64]int // open handles per inode, absent when zero
 	nextFh  uint64
 
+	cursors dirCursors // where READDIRs resume
+
 	server  *fuse.Server
 	actors  actorCache
 	written func(ino uint64)
@@ -58,15 +60,6 @@ type handle struct {
 	mu        sync.Mutex // guards the fields below
 	wrote     bool
 	dirty     bool // wrote since open
-	// directory streams: the entries of the last READDIR reply, so that a
-	// READDIR at the offset of any of them (the kernel may have used only
-	// part of the reply) resumes right after it.
-	lastBatch []batchEntry
-}
-
-type batchEntry struct {
-	off  uint64
-	name string
 }
 
 // New returns the file system for store.
@@ -249,6 +242,14 @@ func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrO
 	a, err := f.as(&in.InHeader).SetAttr(in.NodeId, req)
 	if err != nil {
 		return f.status("setattr", err)
+	}
+	if a.IsDir() && kv.NeedsAtime(&a) && f.server != nil {
+		// The kernel keeps listing the directory from its cache while
+		// its mtime stays: drop that, so the next listing reaches
+		// readDir and sets the access time, as relatime wants after a
+		// change of ctime. After this reply: invalidating pages may wait
+		// for locks the kernel holds until then.
+		go f.server.InodeNotify(in.NodeId, 0, 0)
 	}
 	f.fillAttrOut(&a, out)
 	return fuse.OK
