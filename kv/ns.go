@@ -93,8 +93,13 @@ func (s *Store) Lookup(dir uint64, name string) (Attr, error) {
 func (s *Store) Readlink(ino uint64) (string, error) {
 	v, err := s.get(linkKey(ino))
 	if err == ErrNotFound {
-		if _, aerr := s.GetAttr(ino); aerr == nil {
-			return "", ErrInvalid // not a symlink
+		// Not a symlink, or a symlink deleted since the kernel looked it
+		// up. Ask Pebble, not the attribute cache: a commit is visible in
+		// Pebble a moment before it reaches the cache, and the cached
+		// attributes of a symlink just deleted would turn ENOENT into
+		// EINVAL.
+		if aerr := s.view(attrKey(ino), func([]byte) error { return nil }); aerr == nil {
+			return "", ErrInvalid
 		}
 	}
 	return string(v), err
