@@ -17,18 +17,23 @@ const attrCacheSize = 1 << 14
 // reads was a seek through Pebble's memtable and tables.
 //
 // The cache is exact, never stale:
-//   - commit updates it from the attribute keys of every batch it commits,
-//     after the commit and before the writer lets go of the inodes' stripe
-//     locks (every writer of an inode's attributes holds its stripe), so
-//     writers of one inode update it in the order they committed;
+//   - commit drops the inodes a batch changes before the batch commits,
+//     and caches their new attributes after, before the writer lets go of
+//     the inodes' stripe locks (every writer of an inode's attributes
+//     holds its stripe), so writers of one inode update it in the order
+//     they committed, and no reader finds the old attributes once Pebble
+//     has the new;
 //   - a reader that missed adds what it read from Pebble only if no commit
-//     updated the cache since before its read (gen), so an older value
-//     read concurrently with a commit never replaces the newer one.
+//     was under way at any time between its miss and its add (gen, and
+//     inflight): a batch is visible in Pebble a moment before commit
+//     updates the cache, and a value read before it, added after it (once
+//     another reader has seen the new one), would go back in time.
 type attrCache struct {
-	mu  sync.Mutex
-	m   map[uint64]Attr
-	max int    // entries
-	gen uint64 // incremented by every update from a commit
+	mu       sync.Mutex
+	m        map[uint64]Attr
+	max      int    // entries
+	gen      uint64 // incremented when a commit starts and ends
+	inflight int    // commits started and not yet ended
 }
 
 func newAttrCache(max int) *attrCache { return &attrCache{m: make(map[uint64]Attr), max: max} }
@@ -47,7 +52,7 @@ func (c *attrCache) get(ino uint64) (a Attr, ok bool, gen uint64) {
 // cache since gen.
 func (c *attrCache) add(a Attr, gen uint64) {
 	c.mu.Lock()
-	if c.gen == gen {
+	if c.gen == gen && c.inflight == 0 {
 		c.put(a)
 	}
 	c.mu.Unlock()
@@ -64,12 +69,39 @@ func (c *attrCache) put(a Attr) {
 	c.m[a.Ino] = a
 }
 
+// begin tells the cache that b is about to commit; committed or aborted
+// must follow. It drops the inodes whose attributes b changes: between
+// the commit and committed, Pebble already has the new attributes, and a
+// reader that read them there on a miss must not then hit the old ones.
+func (c *attrCache) begin(b *pebble.Batch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.inflight++
+	c.apply(b, true)
+}
+
+// aborted ends a commit that failed.
+func (c *attrCache) aborted() {
+	c.mu.Lock()
+	c.gen++
+	c.inflight--
+	c.mu.Unlock()
+}
+
 // committed updates the cache from a batch that was just committed: the
 // attributes it set, and the inodes it deleted.
 func (c *attrCache) committed(b *pebble.Batch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	c.inflight--
+	c.apply(b, false)
+}
+
+// apply updates the cache from the attribute keys b sets or deletes; with
+// drop, every inode b touches is dropped instead. c.mu is held.
+func (c *attrCache) apply(b *pebble.Batch, drop bool) {
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -82,7 +114,7 @@ func (c *attrCache) committed(b *pebble.Batch) {
 		switch kind {
 		case pebble.InternalKeyKindSet:
 			if ino, isAttr := attrKeyIno(k); isAttr {
-				if a, err := decodeAttr(v); err == nil {
+				if a, err := decodeAttr(v); err == nil && !drop {
 					c.put(a)
 				} else {
 					delete(c.m, ino)

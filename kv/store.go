@@ -475,7 +475,9 @@ func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
 
 // commit applies one operation's batch. It does not wait for the disk.
 func (s *Store) commit(b *pebble.Batch) error {
+	s.attrs.begin(b)
 	if err := b.Commit(pebble.NoSync); err != nil {
+		s.attrs.aborted()
 		return fmt.Errorf("commit: %w", err)
 	}
 	s.attrs.committed(b)
