@@ -18,7 +18,7 @@ func TestEndlessInputAndMemoryLimit(t *testing.T) {
 		stopped   string
 		maxSecond float64
 	}{
-		{`cat /dev/zero | sort`, ExecOptions{Timeout: time.Second}, ExitTimeout, "timeout", 15},
+		{`cat /dev/zero | sort`, ExecOptions{Timeout: time.Second, MaxMemory: -1}, ExitTimeout, "timeout", 15}, // no memory limit: without -race it would come first
 		{`sort < /dev/zero > /dev/null`, ExecOptions{Timeout: time.Second, MaxMemory: -1}, ExitTimeout, "timeout", 15},
 		{`sort /dev/zero`, ExecOptions{MaxMemory: 64 << 20}, ExitLimit, "memory limit", 15},
 		{`x=$(cat /dev/zero); echo never`, ExecOptions{MaxMemory: 64 << 20}, ExitLimit, "memory limit", 15},
