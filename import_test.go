@@ -359,7 +359,7 @@ func TestRefreshMounted(t *testing.T) {
 // appears, and the next import completes.
 func TestImportInterrupted(t *testing.T) {
 	src := t.TempDir()
-	for d := range 8 {
+	for d := range 16 {
 		dir := filepath.Join(src, fmt.Sprintf("d%02d", d))
 		os.Mkdir(dir, 0o755)
 		for f := range 500 {
@@ -385,7 +385,7 @@ func TestImportInterrupted(t *testing.T) {
 				t.Fatalf("the import never started:\n%s", out.String())
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 		cmd.Process.Signal(sig)
 		err := cmd.Wait()
 		if err == nil {
