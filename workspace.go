@@ -38,8 +38,11 @@ type MountOptions struct {
 	CacheSize  int64 // Pebble block cache in bytes (0: default)
 	// MemTableSize is the largest Pebble memtable in bytes (0: default).
 	MemTableSize uint64
-	Debug        bool // log every FUSE request
-	Logger       *slog.Logger
+	// BlobThreshold is the file size past which data moves out of Pebble
+	// (0: kv.DefaultBlobThreshold; negative: never).
+	BlobThreshold int64
+	Debug         bool // log every FUSE request
+	Logger        *slog.Logger
 	// HTTPClient fetches lazy S3 files (nil: the SDK's, with timeouts).
 	HTTPClient *http.Client
 	// NoJournal keeps no journal: for measuring what the journal costs.
@@ -85,7 +88,7 @@ type Workspace struct {
 
 // openStore opens a workspace's store with the options' tuning.
 func openStore(dir string, opts MountOptions) (*kv.Store, error) {
-	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, Logger: opts.Logger, NoJournal: opts.NoJournal})
+	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, BlobThreshold: opts.BlobThreshold, Logger: opts.Logger, NoJournal: opts.NoJournal})
 }
 
 // newFS returns the store by path; files made through it belong to the

@@ -233,7 +233,11 @@ func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
 	m := testmount.Start(t, store)
 	content := func(round, i int) []byte {
 		r := rand.New(rand.NewSource(int64(round*100000 + i)))
-		b := make([]byte, r.Intn(300<<10))
+		n := r.Intn(300 << 10)
+		if i%5 == 0 { // past the blob threshold, crossing it halfway
+			n = 1<<20 + r.Intn(2<<20)
+		}
+		b := make([]byte, n)
 		r.Read(b)
 		return b
 	}

@@ -31,11 +31,26 @@ var knownDifferences = map[string]string{
 // expectations as against tmpfs (fstest's own tests).
 func TestPOSIX(t *testing.T) {
 	requireRoot(t)
-	m := testmount.Start(t, filepath.Join(t.TempDir(), "store"))
-	if err := os.Chmod(m.Dir, 0o755); err != nil {
-		t.Fatal(err)
+	for _, layout := range dataLayouts {
+		t.Run(layout.name, func(t *testing.T) {
+			m := testmount.Start(t, filepath.Join(t.TempDir(), "store"), layout.args...)
+			if err := os.Chmod(m.Dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			fstest.Run(t, m.Dir, fstest.Options{Skip: knownDifferences})
+		})
 	}
-	fstest.Run(t, m.Dir, fstest.Options{Skip: knownDifferences})
+}
+
+// dataLayouts are the ways the mount keeps file data that the suites run
+// against: the default (files up to 1 MiB in Pebble's chunks, bigger ones
+// in blob files), and every file written in a blob.
+var dataLayouts = []struct {
+	name string
+	args []string
+}{
+	{"default", nil},
+	{"blobs", []string{"--blob-threshold", "0"}},
 }
 
 // tmpfsTwin mounts a tmpfs that every user can reach, as the reference.
@@ -55,14 +70,18 @@ func isLong() bool { return os.Getenv("FSTEST_LONG") == "1" }
 // and to a tmpfs twin and compares them byte for byte.
 func TestFSX(t *testing.T) {
 	requireRoot(t)
-	m := testmount.Start(t, filepath.Join(t.TempDir(), "store"))
-	ops := 3000
-	if isLong() {
-		ops = 100_000
+	for _, layout := range dataLayouts {
+		t.Run(layout.name, func(t *testing.T) {
+			m := testmount.Start(t, filepath.Join(t.TempDir(), "store"), layout.args...)
+			ops := 3000
+			if isLong() {
+				ops = 100_000
+			}
+			seed := time.Now().UnixNano()
+			t.Logf("seed %d, %d operations", seed, ops)
+			fstest.FSX(t, m.Dir, tmpfsTwin(t), seed, ops)
+		})
 	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d, %d operations", seed, ops)
-	fstest.FSX(t, m.Dir, tmpfsTwin(t), seed, ops)
 }
 
 // TestStress runs goroutines and processes that create, rename, link and

@@ -34,7 +34,7 @@ type Attr struct {
 	Mtime  int64
 	Ctime  int64
 	Btime  int64
-	Flags  uint32 // FlagRemote
+	Flags  uint32 // FlagRemote, FlagBlob
 }
 
 // Attr.Flags bits.
@@ -43,6 +43,9 @@ const (
 	// (a lazy S3 object): the store holds its size but no data, and the
 	// first access to the data fetches it (see SetFetcher).
 	FlagRemote = 1 << 0
+	// FlagBlob marks a regular file whose data is in a file of its own
+	// under the store's blobs/ directory, not in chunks (see blob.go).
+	FlagBlob = 1 << 1
 )
 
 // IsDir reports whether the inode is a directory.

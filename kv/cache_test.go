@@ -98,7 +98,7 @@ func TestNoSyncStore(t *testing.T) {
 // TestDropBlockCache: an idle daemon empties the block cache; reads work
 // and fill it again; after Close it does nothing.
 func TestDropBlockCache(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20})
+	s, err := Open(t.TempDir(), Options{CacheSize: 8 << 20, BlobThreshold: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,10 @@ package kv
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -37,8 +40,10 @@ func (s *Store) Check(limit int) ([]string, error) {
 		ino                     uint64
 		attr                    *Attr
 		names, subdirs, entries uint64
+		chunks                  uint64
 		hasLink                 bool
 	}
+	blobInodes := map[uint64]bool{}
 	var cur inodeState
 	var count, maxIno uint64
 	finish := func() {
@@ -75,6 +80,15 @@ func (s *Store) Check(limit int) ([]string, error) {
 		if a.Mode&S_IFMT == S_IFLNK && !cur.hasLink {
 			report("symlink %d: no target", cur.ino)
 		}
+		if a.Flags&FlagBlob != 0 {
+			blobInodes[cur.ino] = true
+			if cur.chunks > 0 {
+				report("inode %d: a blob file with %d chunks", cur.ino, cur.chunks)
+			}
+			if !a.IsRegular() {
+				report("inode %d: a blob but not a regular file", cur.ino)
+			}
+		}
 		if a.Nlink == 0 && cur.ino != RootIno {
 			if _, err := s.get(orphanKey(cur.ino)); err != nil {
 				report("inode %d: no names and not an orphan (leaked)", cur.ino)
@@ -109,6 +123,7 @@ func (s *Store) Check(limit int) ([]string, error) {
 				report("inode %d: malformed chunk key", ino)
 				continue
 			}
+			cur.chunks++
 			start := binary.BigEndian.Uint64(rest) * ChunkSize
 			if end := start + uint64(len(it.Value())); end > cur.attr.Size {
 				report("inode %d: data up to %d past its size %d", ino, end, cur.attr.Size)
@@ -159,6 +174,7 @@ func (s *Store) Check(limit int) ([]string, error) {
 	if err := it.Error(); err != nil {
 		return problems, err
 	}
+	s.checkBlobs(blobInodes, report)
 	if err := s.checkJournal(report); err != nil {
 		return problems, err
 	}
@@ -193,4 +209,28 @@ func (s *Store) checkJournal(report func(string, ...any)) error {
 		}
 	}
 	return it.Error()
+}
+
+// checkBlobs reports blob inodes without their blob file, and blob files
+// that no blob inode claims (the store removes those when it opens).
+func (s *Store) checkBlobs(blobInodes map[uint64]bool, report func(string, ...any)) {
+	entries, err := os.ReadDir(s.blobs.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		report("blobs: %v", err)
+		return
+	}
+	found := map[uint64]bool{}
+	for _, e := range entries {
+		ino, err := strconv.ParseUint(e.Name(), 16, 64)
+		if err != nil || !blobInodes[ino] {
+			report("blob %s: no blob inode claims it", e.Name())
+			continue
+		}
+		found[ino] = true
+	}
+	for ino := range blobInodes {
+		if !found[ino] {
+			report("inode %d: its blob file is missing", ino)
+		}
+	}
 }

@@ -90,6 +90,9 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 	if !a.IsRegular() {
 		return Attr{}, false, ErrInvalid // only regular files hold data
 	}
+	if a.Flags&FlagBlob != 0 || end > s.blobThreshold {
+		return s.writeBlob(actor, a, off, data, kill)
+	}
 	// Size the batch up front: growing it copies the data again. Partial
 	// chunks that already hold data are rewritten whole.
 	size := len(data) + 256 + len(data)/ChunkSize*32
@@ -163,6 +166,14 @@ func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
 		}
 		n, a, err = s.read(ino, off, dst, nil)
 	}
+	for i := 0; err == errBlobGone && i < 3; i++ {
+		// Turned back into chunks, or deleted, since read saw the
+		// attributes: read again.
+		n, a, err = s.read(ino, off, dst, nil)
+	}
+	if err == errBlobGone {
+		err = ErrNotFound
+	}
 	return n, a, err
 }
 
@@ -219,6 +230,9 @@ func (s *Store) read(ino uint64, off int64, dst []byte, o *originRead) (int, Att
 	}
 	end := min(a.Size, uint64(off)+uint64(len(dst)))
 	n := int(end - uint64(off))
+	if a.Flags&FlagBlob != 0 {
+		return n, a, s.readBlob(&a, off, dst[:n])
+	}
 	clear(dst[:n])
 	first, last := uint64(off)/ChunkSize, (end-1)/ChunkSize
 	for valid := it.SeekGE(chunkKey(ino, first)); valid; valid = it.Next() {
@@ -351,6 +365,9 @@ func (s *Store) inoWhere(ino uint64) func() (string, string) {
 // truncate changes a's size to size, dropping the data past it so that a
 // later extension reads zeros.
 func (s *Store) truncate(b *pebble.Batch, a *Attr, size uint64) error {
+	if a.Flags&FlagBlob != 0 {
+		return s.truncateBlob(a, size)
+	}
 	if size >= a.Size {
 		a.Size = size
 		return nil
@@ -493,10 +510,16 @@ func (s *Store) fallocate(actor *Actor, ino uint64, mode uint32, off, length int
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if mode&(FallocPunchHole|FallocZeroRange) != 0 {
+	if a.Flags&FlagBlob != 0 {
+		if err := s.fallocateBlob(&a, mode, uint64(off), end); err != nil {
+			return Attr{}, err
+		}
+	} else if mode&(FallocPunchHole|FallocZeroRange) != 0 {
 		if err := s.zeroBytes(b, &a, uint64(off), min(end, a.Size)); err != nil {
 			return Attr{}, err
 		}
+	}
+	if mode&(FallocPunchHole|FallocZeroRange) != 0 {
 		a.Mtime = now()
 	}
 	if mode&FallocKeepSize == 0 && end > a.Size {
@@ -575,6 +598,9 @@ func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
 	if off < 0 || uint64(off) >= a.Size {
 		return 0, &Error{"no such device or address", 6} // ENXIO
 	}
+	if a.Flags&FlagBlob != 0 {
+		return s.seekBlob(&a, off, whence)
+	}
 	ci := uint64(off) / ChunkSize
 	lastChunk := (a.Size - 1) / ChunkSize
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(ino, ci), UpperBound: chunkKey(ino, lastChunk+1)})
@@ -628,14 +654,28 @@ func (s *Store) setContent(actor *Actor, ino uint64, data []byte) (Attr, error) 
 	b := s.db.NewBatchWithSize(len(data) + 256 + len(data)/ChunkSize*32)
 	defer b.Close()
 	a.Flags &^= FlagRemote
-	if err := s.truncate(b, &a, 0); err != nil {
+	wasBlob := a.Flags&FlagBlob != 0
+	if wasBlob {
+		// Back to chunks: the blob keeps the old content until the
+		// batch with the new one commits.
+		a.Flags &^= FlagBlob
+		a.Size, a.Blocks = 0, 0
+	} else if err := s.truncate(b, &a, 0); err != nil {
 		return Attr{}, err
 	}
 	putContent(b, &a, data)
 	ts := now()
 	a.Mtime, a.Ctime = ts, ts
 	b.Set(attrKey(ino), a.encode(), nil)
-	return a, s.commitRecord(b, &Record{Op: JWrite, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
+	if err := s.commitRecord(b, &Record{Op: JWrite, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor); err != nil {
+		return Attr{}, err
+	}
+	if wasBlob {
+		if err := s.blobs.remove(ino); err != nil {
+			s.log.Warn("store: removing a blob failed; the next open removes it", "ino", ino, "err", err)
+		}
+	}
+	return a, nil
 }
 
 // putContent adds data as the chunks of the empty file a to b (later

@@ -97,7 +97,7 @@ func TestWriteRead(t *testing.T) {
 }
 
 func TestWriteErrors(t *testing.T) {
-	s := newStore(t)
+	s := newChunkStore(t) // sizes past ext4's largest file: chunks only
 	f := mkfile(t, s, RootIno, "f")
 	d := mkdir(t, s, RootIno, "d")
 	tests := []struct {
@@ -184,7 +184,7 @@ func TestReadPastEOF(t *testing.T) {
 }
 
 func TestSparse(t *testing.T) {
-	s := newStore(t)
+	s := newChunkStore(t) // the chunk layout
 	f := mkfile(t, s, RootIno, "f")
 	var m fileModel
 	for _, w := range []struct{ off, n int }{{10*C + 5, 1}, {3*C + 100, 10}, {20 * C, C}} {
@@ -216,7 +216,7 @@ func TestSparse(t *testing.T) {
 // Offsets past 4 GiB (and past 2^32 chunks' worth of bytes in a uint32)
 // work: nothing truncates offsets to 32 bits.
 func TestWriteBeyond4GiB(t *testing.T) {
-	s := newStore(t)
+	s := newChunkStore(t) // past ext4's largest file: chunks only
 	f := mkfile(t, s, RootIno, "f")
 	for _, off := range []int64{1<<32 - 5, 5<<30 + 3, 1<<40 + C - 1, 1 << 50} {
 		data := pattern(byte(off), 2*C+9)
@@ -310,7 +310,7 @@ func TestTruncateMidChunkThenExtend(t *testing.T) {
 // exactBlocksLimit chunks of a sparse file; a regular file with data and
 // st_blocks 0 is taken by tar --sparse and similar tools for all holes.
 func TestBlocksAfterHugeSparseTruncate(t *testing.T) {
-	s := newStore(t)
+	s := newChunkStore(t) // the chunk layout
 	f := mkfile(t, s, RootIno, "f")
 	write(t, s, f.Ino, 0, pattern(1, C))
 	write(t, s, f.Ino, 1<<30, []byte("z")) // 16384 chunks further

@@ -86,6 +86,7 @@ func FuzzOps(f *testing.F) {
 	// coverage at random and make the fuzzer chase noise.
 	opts := quietOptions()
 	opts.FlushInterval, opts.SyncInterval = time.Hour, time.Hour
+	opts.BlobThreshold = 2 * ChunkSize // files move to blobs halfway
 	s, err := Open(f.TempDir()+"/store", opts)
 	if err != nil {
 		f.Fatal(err)
@@ -109,9 +110,9 @@ func FuzzOps(f *testing.F) {
 // that a plain go test covers deep trees and many collisions. With
 // FSTEST_LONG=1 (make stress) it runs many more, from a random seed.
 func TestStressModelOps(t *testing.T) {
-	rounds, n, seed := 6, 400, int64(42)
+	rounds, n, seed := 9, 400, int64(42)
 	if testing.Short() {
-		rounds = 2
+		rounds = 3
 	}
 	if longTests() {
 		rounds, seed = 1000, time.Now().UnixNano()
@@ -124,7 +125,12 @@ func TestStressModelOps(t *testing.T) {
 		r.Read(b)
 		// Each store takes tens of MB of preallocated log: remove it at once.
 		dir := filepath.Join(tmp, fmt.Sprint(i))
-		s, err := Open(dir, quietOptions())
+		// A third of the rounds keep every file's data in chunks (no file
+		// here reaches the default threshold), a third make every file
+		// written a blob, a third move files to blobs halfway.
+		opts := quietOptions()
+		opts.BlobThreshold = []int64{-1, 1, 2 * ChunkSize}[i%3]
+		s, err := Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,20 @@ func openStore(t testing.TB, dir string) *Store {
 	return s
 }
 
+// newChunkStore opens a fresh store that keeps all data in chunks, for
+// tests of the chunk layout itself.
+func newChunkStore(t testing.TB) *Store {
+	t.Helper()
+	opts := quietOptions()
+	opts.BlobThreshold = -1
+	s, err := Open(t.TempDir()+"/store", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // newStore opens a fresh store in a temporary directory.
 func newStore(t testing.TB) *Store {
 	t.Helper()
@@ -331,7 +345,18 @@ func checkInvariants(t testing.TB, s *Store, o checkOpts) *rawState {
 			}
 			blocks += blocksFor(uint64(n))
 		}
-		if !o.approxBlocks && a.IsRegular() && a.Blocks != blocks {
+		if a.Flags&FlagBlob != 0 {
+			// The data is in the blob: st_blocks is the blob file's.
+			if len(r.chunks) > 0 {
+				errorf("blob inode %d has %d chunks", ino, len(r.chunks))
+			}
+			var fst syscall.Stat_t
+			if err := syscall.Stat(s.blobs.path(ino), &fst); err != nil {
+				errorf("blob inode %d: %v", ino, err)
+			} else if !o.approxBlocks && a.Blocks != uint64(fst.Blocks) {
+				errorf("blob inode %d has Blocks %d, its blob holds %d", ino, a.Blocks, fst.Blocks)
+			}
+		} else if !o.approxBlocks && a.IsRegular() && a.Blocks != blocks {
 			errorf("inode %d has Blocks %d, its chunks hold %d", ino, a.Blocks, blocks)
 		}
 		if a.Nlink == 0 && !st.orphans[ino] {

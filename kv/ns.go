@@ -518,6 +518,9 @@ func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
 		return nil
 	}
 	t.forget(ino)
+	if a.Flags&FlagBlob != 0 {
+		t.blobsGone = append(t.blobsGone, ino)
+	}
 	return s.deleteInode(t.b, ino, a.Size)
 }
 
@@ -570,6 +573,11 @@ func (s *Store) Forget(ino uint64) error {
 	b.Delete(orphanKey(ino), nil)
 	if err := s.commit(b); err != nil {
 		return err
+	}
+	if a.Flags&FlagBlob != 0 {
+		if err := s.blobs.remove(ino); err != nil {
+			s.log.Warn("store: removing a blob failed; the next open removes it", "ino", ino, "err", err)
+		}
 	}
 	delete(s.orphans, ino)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,7 +28,9 @@ import (
 //	1: the first layout
 //	2: attributes gain flags (FlagRemote) and inodes an origin record; a
 //	   version 1 store needs no rewrite (its attributes decode as flags 0)
-const FormatVersion = 2
+//	3: big files keep their data in blobs/ (FlagBlob); older stores have
+//	   none and need no rewrite
+const FormatVersion = 3
 
 // RootIno is the inode number of the root directory.
 const RootIno = 1
@@ -76,6 +79,10 @@ type Options struct {
 	// Whoever keeps it must make every file under its directory durable
 	// after Close (SyncTree).
 	NoSync bool
+	// BlobThreshold is the size past which a write moves a file's data
+	// out of Pebble into a file of its own (default DefaultBlobThreshold;
+	// negative: never).
+	BlobThreshold int64
 }
 
 // Store is an open computerfs store. Its methods are safe for concurrent use.
@@ -92,6 +99,9 @@ type Store struct {
 	inodes  atomic.Int64
 	stripes [64]sync.Mutex
 	attrs   *attrCache
+
+	blobs         blobStore
+	blobThreshold uint64
 
 	// inUse reports whether something outside the store (the kernel) still
 	// references an inode, so that an unlinked inode must be kept as an orphan.
@@ -150,6 +160,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize)}
+	s.blobs = blobStore{dir: filepath.Join(dir, "blobs"), noSync: opts.NoSync, open: make(map[uint64]*openBlob), dirty: make(map[uint64]struct{})}
+	switch {
+	case opts.BlobThreshold == 0:
+		s.blobThreshold = DefaultBlobThreshold
+	case opts.BlobThreshold < 0:
+		s.blobThreshold = math.MaxUint64
+	default:
+		s.blobThreshold = uint64(opts.BlobThreshold)
+	}
+	if err := os.MkdirAll(s.blobs.dir, 0o700); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("create store: %w", err)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.journalOff = opts.NoJournal
 	s.fetches = make(map[uint64]*fetchCall)
@@ -188,8 +211,9 @@ func checkStoreDir(dir string) (fresh bool, err error) {
 	}
 	empty := true
 	for _, e := range entries {
-		// The lock file and the daemon's log may come before the database.
-		if n := e.Name(); n != "lock" && n != "daemon.log" {
+		// The lock file, the daemon's log and the (empty) blobs directory
+		// may come before the database.
+		if n := e.Name(); n != "lock" && n != "daemon.log" && n != "blobs" {
 			empty = false
 		}
 	}
@@ -322,7 +346,10 @@ func (s *Store) loadMeta() error {
 	if err := s.loadJournal(); err != nil {
 		return err
 	}
-	return s.purgeOrphans()
+	if err := s.purgeOrphans(); err != nil {
+		return err
+	}
+	return s.gcBlobs()
 }
 
 func (s *Store) isEmpty() (bool, error) {
@@ -378,6 +405,9 @@ func (s *Store) purgeOrphans() error {
 			err = s.commit(b)
 		}
 		b.Close()
+		if err == nil && a.Flags&FlagBlob != 0 {
+			err = s.blobs.remove(ino)
+		}
 		if err != nil {
 			return fmt.Errorf("purge orphan %d: %w", ino, err)
 		}
@@ -413,6 +443,7 @@ func (s *Store) Close() error {
 	s.flusherWG.Wait()
 	s.releaseCache()
 	err := s.Sync()
+	s.blobs.closeAll()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}
@@ -442,6 +473,12 @@ func (s *Store) Sync() error {
 	defer s.fs.hard.Add(-1)
 	s.dirty.Store(false)
 	s.unsynced.Store(false)
+	// Blobs first: a size that Pebble makes durable must not point past
+	// data that is not.
+	if err := s.blobs.sync(); err != nil {
+		s.unsynced.Store(true)
+		return err
+	}
 	return s.db.LogData(nil, pebble.Sync)
 }
 

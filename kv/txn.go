@@ -11,6 +11,8 @@ type txn struct {
 	b     *pebble.Batch
 	attrs map[uint64]*Attr
 	dirty []uint64
+	// blobs of inodes the batch deletes: removed once it committed
+	blobsGone []uint64
 }
 
 func (s *Store) newTxn() *txn {
@@ -80,7 +82,15 @@ func (t *txn) commitRecords(recs []*Record, actor *Actor) error {
 	for _, ino := range t.dirty {
 		t.b.Set(attrKey(ino), t.attrs[ino].encode(), nil)
 	}
-	return t.s.commitRecords(t.b, recs, actor)
+	if err := t.s.commitRecords(t.b, recs, actor); err != nil {
+		return err
+	}
+	for _, ino := range t.blobsGone {
+		if err := t.s.blobs.remove(ino); err != nil {
+			t.s.log.Warn("store: removing a blob failed; the next open removes it", "ino", ino, "err", err)
+		}
+	}
+	return nil
 }
 
 func (t *txn) close() { t.b.Close() }

@@ -155,6 +155,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
 	memtableMiB := fset.Int64("memtable-size", 64, "largest Pebble memtable in MiB: up to two are in memory while big files are written (32 saves ~80 MiB of peak memory for ~10% of write throughput)")
 	debug := fset.Bool("debug", false, "log every FUSE request")
+	blobKiB := fset.Int64("blob-threshold", kv.DefaultBlobThreshold>>10, "size in KiB past which a file's data moves out of Pebble into a file of its own under the store (-1: never)")
 	noJournal := fset.Bool("no-journal", false, "benchmarks only: keep no journal of changes (nothing can be audited or synced)")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fset.String("log-format", "text", "log format: text or json")
@@ -221,7 +222,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	ready := readyReporter(*readyFD)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private,
-		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, Debug: *debug, Logger: log, NoJournal: *noJournal,
+		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal,
 		Sandbox: sb,
 	})
 	if err != nil {
@@ -338,4 +339,16 @@ func cmdFsck(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: no problems\n", *store)
 	return nil
+}
+
+// blobThreshold turns --blob-threshold (KiB, -1: never) into bytes for
+// kv.Options (0 there means the default, so a threshold of 0 KiB is 1 byte).
+func blobThreshold(kib int64) int64 {
+	switch {
+	case kib < 0:
+		return -1
+	case kib == 0:
+		return 1
+	}
+	return kib << 10
 }

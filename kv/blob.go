@@ -1,0 +1,454 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Big files keep their data outside Pebble, in a file of their own under
+// the store's blobs/ directory (a "blob"), marked FlagBlob. Pebble writes
+// every byte twice (its log, then a table) and copies it three times on
+// the way; a blob is written once, through the page cache, as a local file
+// system writes it. Small files stay in Pebble's chunks: there a create
+// costs no file of its own and a whole tree of them is one log.
+//
+// A file becomes a blob when a write takes it past Options.BlobThreshold:
+// its chunks are copied into a new blob file, and one batch deletes them
+// and sets FlagBlob. Whole-file writes (SetContent) always go to chunks, in
+// one batch, turning a blob back into chunks: they promise the old content
+// or the new after a crash, which a file written in place cannot.
+//
+// Ordering, so that a crash shows nothing that was not written:
+//   - data is written to the blob before the batch that records the new
+//     size commits, and the periodic sync (and fsync) syncs the blobs
+//     written since the last sync before it syncs Pebble;
+//   - bytes of the blob past the recorded size (a write whose batch never
+//     committed) are cut off before the size grows over them;
+//   - a blob is removed only after the batch that deletes its inode, or
+//     turns it back into chunks, committed; blobs that no inode claims
+//     (a crash in between) are removed when the store opens.
+//
+// Readers do not take the inode's lock: a read that races with a write or
+// a truncate sees some of each, as on a local file system.
+
+// DefaultBlobThreshold is the size past which a file's data moves out of
+// Pebble into a blob.
+const DefaultBlobThreshold = 1 << 20
+
+// maxOpenBlobs bounds the blob files the store keeps open.
+const maxOpenBlobs = 128
+
+type blobStore struct {
+	dir    string
+	noSync bool
+
+	mu    sync.Mutex
+	open  map[uint64]*openBlob
+	dirty map[uint64]struct{} // written since the last sync
+	tick  uint64
+}
+
+type openBlob struct {
+	f    *os.File
+	refs int
+	used uint64
+	gone bool // removed or replaced: close at the last release
+}
+
+func (bs *blobStore) path(ino uint64) string {
+	return filepath.Join(bs.dir, strconv.FormatUint(ino, 16))
+}
+
+// errBlobGone: the blob was removed (its inode was deleted, or turned back
+// into chunks) between reading the attributes and opening it.
+var errBlobGone = errors.New("blob removed")
+
+// acquire returns ino's blob file, opening it (and with create, creating
+// it) if needed; release must be called when done with it.
+func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	bs.tick++
+	ob := bs.open[ino]
+	if ob == nil {
+		flags := os.O_RDWR
+		if create {
+			flags |= os.O_CREATE
+		}
+		f, err := os.OpenFile(bs.path(ino), flags, 0o600)
+		if errors.Is(err, os.ErrNotExist) && !create {
+			return nil, nil, errBlobGone
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("blob of inode %d: %w", ino, err)
+		}
+		bs.evictLocked()
+		ob = &openBlob{f: f}
+		bs.open[ino] = ob
+	}
+	ob.refs++
+	ob.used = bs.tick
+	return ob.f, func() {
+		bs.mu.Lock()
+		defer bs.mu.Unlock()
+		if ob.refs--; ob.refs == 0 && ob.gone {
+			ob.f.Close()
+		}
+	}, nil
+}
+
+// evictLocked closes the least recently used idle blob once too many are
+// open. bs.mu is held.
+func (bs *blobStore) evictLocked() {
+	if len(bs.open) < maxOpenBlobs {
+		return
+	}
+	var victim uint64
+	var oldest *openBlob
+	for ino, ob := range bs.open {
+		if ob.refs == 0 && (oldest == nil || ob.used < oldest.used) {
+			victim, oldest = ino, ob
+		}
+	}
+	if oldest == nil {
+		return // all in use: go over the bound for a while
+	}
+	if _, dirty := bs.dirty[victim]; dirty && !bs.noSync {
+		// Sync before closing: the next sync would not know this file.
+		oldest.f.Sync()
+	}
+	delete(bs.dirty, victim)
+	delete(bs.open, victim)
+	oldest.f.Close()
+}
+
+// written notes that ino's blob must be synced with the next sync.
+func (bs *blobStore) written(ino uint64) {
+	bs.mu.Lock()
+	bs.dirty[ino] = struct{}{}
+	bs.mu.Unlock()
+}
+
+// remove deletes ino's blob. Readers that hold it open keep reading it.
+func (bs *blobStore) remove(ino uint64) error {
+	bs.mu.Lock()
+	if ob := bs.open[ino]; ob != nil {
+		delete(bs.open, ino)
+		if ob.refs == 0 {
+			ob.f.Close()
+		} else {
+			ob.gone = true
+		}
+	}
+	delete(bs.dirty, ino)
+	bs.mu.Unlock()
+	err := os.Remove(bs.path(ino))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// sync makes the data written to blobs since the last sync durable.
+func (bs *blobStore) sync() error {
+	bs.mu.Lock()
+	var files []*os.File
+	var releases []func()
+	for ino := range bs.dirty {
+		if ob := bs.open[ino]; ob != nil {
+			ob.refs++
+			files = append(files, ob.f)
+			releases = append(releases, func() {
+				bs.mu.Lock()
+				defer bs.mu.Unlock()
+				if ob.refs--; ob.refs == 0 && ob.gone {
+					ob.f.Close()
+				}
+			})
+		}
+	}
+	clear(bs.dirty)
+	bs.mu.Unlock()
+	var err error
+	for i, f := range files {
+		if !bs.noSync {
+			if serr := unix.Fdatasync(int(f.Fd())); serr != nil && err == nil {
+				err = fmt.Errorf("sync blob %s: %w", f.Name(), serr)
+			}
+		}
+		releases[i]()
+	}
+	if err != nil {
+		// What failed to sync must be tried again.
+		return err
+	}
+	return nil
+}
+
+// closeAll closes every open blob (the store is closing).
+func (bs *blobStore) closeAll() {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for ino, ob := range bs.open {
+		if ob.refs == 0 {
+			ob.f.Close()
+		} else {
+			ob.gone = true
+		}
+		delete(bs.open, ino)
+	}
+}
+
+// blocksOf returns the 512-byte blocks a blob occupies.
+func blocksOf(f *os.File) (uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Blocks), nil
+}
+
+// cutBlob cuts the blob back to a's size if it holds more: bytes there are
+// from a write whose batch never committed, and must not show once the
+// size grows over them.
+func cutBlob(f *os.File, a *Attr) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if uint64(st.Size) > a.Size {
+		return f.Truncate(int64(a.Size))
+	}
+	return nil
+}
+
+// readBlob reads [off, off+len(dst)) of a blob file a, with zeros past the
+// blob's own end (a size grown by truncate or fallocate, or a sparse tail).
+// dst is within a's size.
+func (s *Store) readBlob(a *Attr, off int64, dst []byte) error {
+	f, release, err := s.blobs.acquire(a.Ino, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	n, err := f.ReadAt(dst, off)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("read blob of inode %d: %w", a.Ino, err)
+	}
+	clear(dst[n:])
+	return nil
+}
+
+// toBlob moves the data of the chunked file a into a new blob, in b: the
+// chunks are deleted and FlagBlob set when b commits. It returns the blob,
+// open, and its release.
+func (s *Store) toBlob(b *pebble.Batch, a *Attr) (*os.File, func(), error) {
+	if err := s.blobs.remove(a.Ino); err != nil { // a leftover of a crash
+		return nil, nil, err
+	}
+	f, release, err := s.blobs.acquire(a.Ino, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*os.File, func(), error) {
+		release()
+		s.blobs.remove(a.Ino)
+		return nil, nil, fmt.Errorf("move inode %d to a blob: %w", a.Ino, err)
+	}
+	lo, hi := kindPrefix(a.Ino, kindChunk), prefixEnd(kindPrefix(a.Ino, kindChunk))
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fail(err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		off := int64(chunkIndex(it.Key()) * ChunkSize)
+		v := it.Value()
+		if uint64(off) >= a.Size {
+			break
+		}
+		v = v[:min(uint64(len(v)), a.Size-uint64(off))]
+		if _, err := f.WriteAt(v, off); err != nil {
+			it.Close()
+			return fail(err)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fail(err)
+	}
+	s.blobs.written(a.Ino)
+	b.DeleteRange(lo, hi, nil)
+	a.Flags |= FlagBlob
+	return f, release, nil
+}
+
+// gcBlobs removes blobs that no inode claims: left by a crash between a
+// blob's creation or removal and the batch that records it.
+func (s *Store) gcBlobs() error {
+	entries, err := os.ReadDir(s.blobs.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	removed := 0
+	for _, e := range entries {
+		ino, perr := strconv.ParseUint(e.Name(), 16, 64)
+		if perr == nil {
+			if a, err := s.GetAttr(ino); err == nil && a.Flags&FlagBlob != 0 {
+				continue
+			} else if err != nil && err != ErrNotFound {
+				return err
+			}
+		}
+		if err := os.Remove(filepath.Join(s.blobs.dir, e.Name())); err != nil {
+			return err
+		}
+		removed++
+	}
+	if removed > 0 {
+		s.log.Info("removed blobs that no inode claims", "count", removed)
+	}
+	return nil
+}
+
+// writeBlob is write for a file that is, or is becoming, a blob. The
+// caller holds ino's lock and checked the arguments; a is current.
+func (s *Store) writeBlob(actor *Actor, a Attr, off int64, data []byte, kill func(gid uint32) bool) (Attr, bool, error) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	var f *os.File
+	var release func()
+	var err error
+	moved := a.Flags&FlagBlob == 0
+	if moved {
+		f, release, err = s.toBlob(b, &a)
+	} else {
+		f, release, err = s.blobs.acquire(a.Ino, false)
+		if err == errBlobGone {
+			err = fmt.Errorf("inode %d: its blob is missing", a.Ino)
+		}
+	}
+	if err != nil {
+		return Attr{}, false, err
+	}
+	defer release()
+	committed := false
+	defer func() {
+		if moved && !committed {
+			s.blobs.remove(a.Ino)
+		}
+	}()
+	if uint64(off) > a.Size {
+		if err := cutBlob(f, &a); err != nil {
+			return Attr{}, false, fmt.Errorf("blob of inode %d: %w", a.Ino, err)
+		}
+	}
+	if _, err := f.WriteAt(data, off); err != nil {
+		return Attr{}, false, fmt.Errorf("write blob of inode %d: %w", a.Ino, err)
+	}
+	s.blobs.written(a.Ino)
+	if a.Blocks, err = blocksOf(f); err != nil {
+		return Attr{}, false, err
+	}
+	modeChanged := false
+	if kill != nil {
+		mode := a.Mode
+		killPriv(b, &a, kill)
+		modeChanged = a.Mode != mode
+	}
+	ts := now()
+	a.Size = max(a.Size, uint64(off)+uint64(len(data)))
+	a.Mtime, a.Ctime = ts, ts
+	b.Set(attrKey(a.Ino), a.encode(), nil)
+	if err := s.commitRecord(b, &Record{Op: JWrite, Ino: a.Ino, Size: a.Size, where: s.inoWhere(a.Ino)}, actor); err != nil {
+		return Attr{}, false, err
+	}
+	committed = true
+	return a, modeChanged, nil
+}
+
+// truncateBlob is truncate for a blob. The blob is cut before the batch
+// with the new size commits (a crash in between shows zeros where the
+// cut-off data was, up to the old size).
+func (s *Store) truncateBlob(a *Attr, size uint64) error {
+	f, release, err := s.blobs.acquire(a.Ino, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if size < a.Size {
+		err = f.Truncate(int64(size))
+	} else {
+		err = cutBlob(f, a)
+	}
+	if err != nil {
+		return fmt.Errorf("truncate blob of inode %d: %w", a.Ino, err)
+	}
+	s.blobs.written(a.Ino)
+	if a.Blocks, err = blocksOf(f); err != nil {
+		return err
+	}
+	a.Size = size
+	return nil
+}
+
+// fallocateBlob does fallocate's work on a blob's data: a punched or
+// zeroed range becomes a hole, and a size about to grow first cuts off
+// what lies past the old one. Space is not reserved ahead, as for chunks.
+func (s *Store) fallocateBlob(a *Attr, mode uint32, off, end uint64) error {
+	f, release, err := s.blobs.acquire(a.Ino, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if mode&(FallocPunchHole|FallocZeroRange) != 0 && off < a.Size {
+		n := min(end, a.Size) - off
+		if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(off), int64(n)); err != nil {
+			return fmt.Errorf("punch blob of inode %d: %w", a.Ino, err)
+		}
+	}
+	if mode&FallocKeepSize == 0 && end > a.Size {
+		if err := cutBlob(f, a); err != nil {
+			return err
+		}
+	}
+	s.blobs.written(a.Ino)
+	a.Blocks, err = blocksOf(f)
+	return err
+}
+
+// seekBlob is SeekData for a blob: its holes are the blob file's, and the
+// part of the size past the blob's own end is one more.
+func (s *Store) seekBlob(a *Attr, off int64, whence int) (int64, error) {
+	f, release, err := s.blobs.acquire(a.Ino, false)
+	if err == errBlobGone {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	enxio := &Error{"no such device or address", 6}
+	pos, err := unix.Seek(int(f.Fd()), off, whence)
+	switch {
+	case err == unix.ENXIO && whence == SeekData:
+		return 0, enxio
+	case err == unix.ENXIO: // off is past the blob's end: a hole
+		return off, nil
+	case err != nil:
+		return 0, fmt.Errorf("seek blob of inode %d: %w", a.Ino, err)
+	case whence == SeekData && uint64(pos) >= a.Size:
+		return 0, enxio
+	}
+	return min(pos, int64(a.Size)), nil
+}
