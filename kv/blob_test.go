@@ -216,3 +216,59 @@ func TestBlobPastSizeIsCut(t *testing.T) {
 	}
 	checkInvariants(t, s, checkOpts{})
 }
+
+// CopyRange copies like copy_file_range: between blobs on the blob files,
+// otherwise in pieces; a source's sparse tail arrives as zeros; a copy
+// stops at the source's end; overlapping ranges of one file are refused.
+func TestCopyRange(t *testing.T) {
+	s := newBlobStore(t, t.TempDir()+"/store")
+	src := mkfile(t, s, RootIno, "src")
+	data := pattern(8, 300<<10)
+	write(t, s, src.Ino, 0, data)
+	if _, err := s.SetAttr(src.Ino, SetAttrRequest{Valid: SetSize, Size: 400 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]byte(nil), data...), make([]byte, 100<<10)...)
+	small := mkfile(t, s, RootIno, "small")
+	write(t, s, small.Ino, 0, pattern(9, 10))
+	for _, tc := range []struct {
+		name   string
+		dst    uint64
+		dstOff int64
+		srcOff int64
+		n      int64
+	}{
+		{"into a new blob", mkfile(t, s, RootIno, "a").Ino, 0, 0, 1 << 30},
+		{"into a blob, past its end", mkfile(t, s, RootIno, "b").Ino, 50 << 10, 0, 400 << 10},
+		{"a small piece into chunks", small.Ino, 5, 1000, 20},
+		{"the sparse tail", mkfile(t, s, RootIno, "c").Ino, 7, 350 << 10, 60 << 10},
+	} {
+		before := readAll(t, s, tc.dst)
+		done, err := s.CopyRange(src.Ino, tc.srcOff, tc.dst, tc.dstOff, tc.n)
+		wantN := min(tc.n, int64(len(want))-tc.srcOff)
+		if err != nil || done != wantN {
+			t.Fatalf("%s: copied %d, %v; want %d", tc.name, done, err, wantN)
+		}
+		expect := append([]byte(nil), before...)
+		if end := int(tc.dstOff + done); len(expect) < end {
+			expect = append(expect, make([]byte, end-len(expect))...)
+		}
+		copy(expect[tc.dstOff:], want[tc.srcOff:tc.srcOff+done])
+		if got := readAll(t, s, tc.dst); !bytes.Equal(got, expect) {
+			t.Fatalf("%s: first difference at %d (len %d, want %d)", tc.name, firstDiff(got, expect), len(got), len(expect))
+		}
+	}
+	if a := getattr(t, s, small.Ino); a.Flags&FlagBlob != 0 {
+		t.Fatal("a 25-byte copy target became a blob")
+	}
+	if n, err := s.CopyRange(src.Ino, 500<<10, small.Ino, 0, 10); n != 0 || err != nil {
+		t.Fatalf("a copy from past the end: %d, %v", n, err)
+	}
+	if _, err := s.CopyRange(src.Ino, 0, src.Ino, 100, 1000); Errno(err) != 22 {
+		t.Fatalf("an overlapping copy within one file: %v, want EINVAL", err)
+	}
+	if n, err := s.CopyRange(src.Ino, 0, src.Ino, 1<<20, 1000); n != 1000 || err != nil {
+		t.Fatalf("a copy within one file: %d, %v", n, err)
+	}
+	checkInvariants(t, s, checkOpts{})
+}

@@ -79,3 +79,10 @@ func (x Session) RemoveXattr(ino uint64, name string) error { return x.s.removeX
 func (x Session) ReplaceRemote(ino uint64, size uint64, mtime int64, o Origin) (Attr, error) {
 	return x.s.replaceRemote(x.a, ino, size, mtime, o)
 }
+
+// CopyRange is Store.CopyRange for the session's actor; with kill (the
+// caller is not privileged) it clears setuid, setgid and capabilities of
+// dst as a write does, and reports whether the mode changed.
+func (x Session) CopyRange(src uint64, srcOff int64, dst uint64, dstOff int64, n int64, kill func(gid uint32) bool) (int64, bool, error) {
+	return x.s.copyRange(x.a, src, srcOff, dst, dstOff, n, kill)
+}
