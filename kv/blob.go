@@ -240,11 +240,6 @@ func (s *Store) readBlob(a *Attr, off int64, dst []byte) error {
 		return err
 	}
 	defer release()
-	if len(dst) >= prefetchFrom {
-		// A big read is the kernel's read-ahead of a sequential reader:
-		// have the disk read on while this reply travels.
-		unix.Fadvise(int(f.Fd()), off+int64(len(dst)), prefetchSize, unix.FADV_WILLNEED)
-	}
 	n, err := f.ReadAt(dst, off)
 	if err != nil && err != io.EOF {
 		return fmt.Errorf("read blob of inode %d: %w", a.Ino, err)
@@ -253,12 +248,6 @@ func (s *Store) readBlob(a *Attr, off int64, dst []byte) error {
 	return nil
 }
 
-// A read of at least prefetchFrom bytes asks the kernel to read the next
-// prefetchSize bytes of the blob ahead.
-const (
-	prefetchFrom = 256 << 10
-	prefetchSize = 4 << 20
-)
 
 // toBlob moves the data of the chunked file a into a new blob, in b: the
 // chunks are deleted and FlagBlob set when b commits. It returns the blob,
