@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 // knownDifferences is where the mount knowingly differs from tmpfs, the
 // reference, with the reason. fstest fails on names it does not know.
 var knownDifferences = map[string]string{
-	"fallocate/extend":    "space is not reserved ahead: chunks are stored when written, so st_blocks does not grow on fallocate",
+	"fallocate/extend":    "space is not reserved ahead: data (chunks or a blob) is stored when written, so st_blocks does not grow on fallocate",
 	"fallocate/keep_size": "space is not reserved ahead (see fallocate/extend)",
 	"fallocate/punch_hole": "st_blocks drops per 64 KiB chunk, not per 4 KiB page: a hole that only partly covers a chunk " +
 		"zeroes that chunk's bytes but keeps them stored",

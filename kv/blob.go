@@ -91,7 +91,7 @@ func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("blob of inode %d: %w", ino, err)
 		}
-		bs.evictLocked()
+		bs.evictLocked(maxOpenBlobs - 1)
 		ob = &openBlob{f: f}
 		bs.open[ino] = ob
 	}
@@ -106,29 +106,25 @@ func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) 
 	}, nil
 }
 
-// evictLocked closes the least recently used idle blob once too many are
-// open. bs.mu is held.
-func (bs *blobStore) evictLocked() {
-	if len(bs.open) < maxOpenBlobs {
-		return
-	}
-	var victim uint64
-	var oldest *openBlob
-	for ino, ob := range bs.open {
-		if ob.refs == 0 && (oldest == nil || ob.used < oldest.used) {
-			victim, oldest = ino, ob
+// evictLocked closes the least recently used blob that is idle and synced
+// once too many are open: one written since the last sync stays open for
+// that sync (which must know it), so the bound is exceeded for a few
+// seconds while many big files are written. bs.mu is held.
+func (bs *blobStore) evictLocked(limit int) {
+	for len(bs.open) > limit {
+		var victim uint64
+		var oldest *openBlob
+		for ino, ob := range bs.open {
+			if _, dirty := bs.dirty[ino]; !dirty && ob.refs == 0 && (oldest == nil || ob.used < oldest.used) {
+				victim, oldest = ino, ob
+			}
 		}
+		if oldest == nil {
+			return
+		}
+		delete(bs.open, victim)
+		oldest.f.Close()
 	}
-	if oldest == nil {
-		return // all in use: go over the bound for a while
-	}
-	if _, dirty := bs.dirty[victim]; dirty && !bs.noSync {
-		// Sync before closing: the next sync would not know this file.
-		oldest.f.Sync()
-	}
-	delete(bs.dirty, victim)
-	delete(bs.open, victim)
-	oldest.f.Close()
 }
 
 // written notes that ino's blob must be synced with the next sync.
@@ -162,11 +158,13 @@ func (bs *blobStore) remove(ino uint64) error {
 func (bs *blobStore) sync() error {
 	bs.mu.Lock()
 	var files []*os.File
+	var inos []uint64
 	var releases []func()
 	for ino := range bs.dirty {
 		if ob := bs.open[ino]; ob != nil {
 			ob.refs++
 			files = append(files, ob.f)
+			inos = append(inos, ino)
 			releases = append(releases, func() {
 				bs.mu.Lock()
 				defer bs.mu.Unlock()
@@ -178,20 +176,24 @@ func (bs *blobStore) sync() error {
 	}
 	clear(bs.dirty)
 	bs.mu.Unlock()
+	defer func() { // what was kept open for this sync may go now
+		bs.mu.Lock()
+		bs.evictLocked(maxOpenBlobs)
+		bs.mu.Unlock()
+	}()
 	var err error
 	for i, f := range files {
 		if !bs.noSync {
-			if serr := unix.Fdatasync(int(f.Fd())); serr != nil && err == nil {
-				err = fmt.Errorf("sync blob %s: %w", f.Name(), serr)
+			if serr := unix.Fdatasync(int(f.Fd())); serr != nil {
+				if err == nil {
+					err = fmt.Errorf("sync blob %s: %w", f.Name(), serr)
+				}
+				bs.written(inos[i]) // to be tried again
 			}
 		}
 		releases[i]()
 	}
-	if err != nil {
-		// What failed to sync must be tried again.
-		return err
-	}
-	return nil
+	return err
 }
 
 // closeAll closes every open blob (the store is closing).

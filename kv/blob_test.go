@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -269,6 +270,32 @@ func TestCopyRange(t *testing.T) {
 	}
 	if n, err := s.CopyRange(src.Ino, 0, src.Ino, 1<<20, 1000); n != 1000 || err != nil {
 		t.Fatalf("a copy within one file: %d, %v", n, err)
+	}
+	checkInvariants(t, s, checkOpts{})
+}
+
+// More blobs than the store keeps open: the ones written since the last
+// sync stay open for it, the rest are closed and reopened as needed.
+func TestBlobsOverTheOpenBound(t *testing.T) {
+	s := newBlobStore(t, t.TempDir()+"/store")
+	n := maxOpenBlobs + 50
+	var inos []uint64
+	for i := range n {
+		f := mkfile(t, s, RootIno, fmt.Sprint("f", i))
+		write(t, s, f.Ino, 0, pattern(byte(i), 150<<10))
+		inos = append(inos, f.Ino)
+	}
+	if got := len(s.blobs.open); got != n {
+		t.Fatalf("%d blobs open before a sync, want all %d (written since the last sync)", got, n)
+	}
+	must0(t, s.Sync())
+	for i, ino := range inos {
+		if got := readAll(t, s, ino); !bytes.Equal(got, pattern(byte(i), 150<<10)) {
+			t.Fatalf("file %d reads other data", i)
+		}
+	}
+	if got := len(s.blobs.open); got > maxOpenBlobs {
+		t.Fatalf("%d blobs open after a sync and reads, want at most %d", got, maxOpenBlobs)
 	}
 	checkInvariants(t, s, checkOpts{})
 }
