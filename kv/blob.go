@@ -250,7 +250,6 @@ func (s *Store) readBlob(a *Attr, off int64, dst []byte) error {
 	return nil
 }
 
-
 // toBlob moves the data of the chunked file a into a new blob, in b: the
 // chunks are deleted and FlagBlob set when b commits. It returns the blob,
 // open, and its release.
