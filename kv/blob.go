@@ -307,6 +307,9 @@ func (s *Store) gcBlobs() error {
 		ino, perr := strconv.ParseUint(e.Name(), 16, 64)
 		if perr == nil {
 			if a, err := s.GetAttr(ino); err == nil && a.Flags&FlagBlob != 0 {
+				if err := s.settleBlob(&a); err != nil {
+					return err
+				}
 				continue
 			} else if err != nil && err != ErrNotFound {
 				return err
@@ -376,24 +379,29 @@ func (s *Store) writeBlob(actor *Actor, a Attr, off int64, data []byte, kill fun
 		return Attr{}, false, err
 	}
 	committed = true
-	return a, modeChanged, nil
+	// The data is in the system already: hand it the batch too, so that a
+	// crash of the daemon leaves data and size together (but for this
+	// moment, see the README's Durability).
+	return a, modeChanged, s.flushNow()
 }
 
-// truncateBlob is truncate for a blob. The blob is cut before the batch
-// with the new size commits (a crash in between shows zeros where the
-// cut-off data was, up to the old size).
+// truncateBlob is truncate for a blob. Growing, it first cuts off what
+// the blob holds past the old size. Shrinking, it leaves the blob as it is:
+// the caller cuts it (cutAfterCommit) once the batch with the new size is
+// committed and handed to the system, so that a crash in between leaves the
+// old size with all its data, never the old size over a cut blob.
 func (s *Store) truncateBlob(a *Attr, size uint64) error {
+	if size < a.Size {
+		a.Size = size
+		a.Blocks = min(a.Blocks, blocksFor(size)) // until the cut counts them
+		return nil
+	}
 	f, release, err := s.blobs.acquire(a.Ino, false)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if size < a.Size {
-		err = f.Truncate(int64(size))
-	} else {
-		err = cutBlob(f, a)
-	}
-	if err != nil {
+	if err := cutBlob(f, a); err != nil {
 		return fmt.Errorf("truncate blob of inode %d: %w", a.Ino, err)
 	}
 	s.blobs.written(a.Ino)
@@ -402,6 +410,33 @@ func (s *Store) truncateBlob(a *Attr, size uint64) error {
 	}
 	a.Size = size
 	return nil
+}
+
+// cutAfterCommit cuts the blob of a (whose new, smaller size is committed)
+// to that size and records the blocks it then holds. The caller holds the
+// inode's lock.
+func (s *Store) cutAfterCommit(a *Attr) error {
+	if err := s.flushNow(); err != nil { // the size first, then the cut
+		return err
+	}
+	f, release, err := s.blobs.acquire(a.Ino, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := cutBlob(f, a); err != nil {
+		return fmt.Errorf("truncate blob of inode %d: %w", a.Ino, err)
+	}
+	s.blobs.written(a.Ino)
+	blocks, err := blocksOf(f)
+	if err != nil || blocks == a.Blocks {
+		return err
+	}
+	a.Blocks = blocks
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(attrKey(a.Ino), a.encode(), nil)
+	return s.commit(b)
 }
 
 // fallocateBlob does fallocate's work on a blob's data: a punched or
@@ -453,4 +488,40 @@ func (s *Store) seekBlob(a *Attr, off int64, whence int) (int64, error) {
 		return 0, enxio
 	}
 	return min(pos, int64(a.Size)), nil
+}
+
+// settleBlob makes a blob agree with its inode after a crash: what it holds
+// past the recorded size goes, and st_blocks is counted again.
+func (s *Store) settleBlob(a *Attr) error {
+	f, release, err := s.blobs.acquire(a.Ino, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := cutBlob(f, a); err != nil {
+		return err
+	}
+	blocks, err := blocksOf(f)
+	if err != nil || blocks == a.Blocks {
+		return err
+	}
+	a.Blocks = blocks
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(attrKey(a.Ino), a.encode(), nil)
+	return s.commit(b)
+}
+
+// dropBlob removes the blob of an inode that a committed batch deleted or
+// turned back into chunks. The batch is handed to the system first: a
+// crash must not find the inode still a blob, its blob gone. A failure is
+// logged; the next open removes what no inode claims.
+func (s *Store) dropBlob(ino uint64) {
+	err := s.flushNow()
+	if err == nil {
+		err = s.blobs.remove(ino)
+	}
+	if err != nil {
+		s.log.Warn("store: removing a blob failed; the next open removes it", "ino", ino, "err", err)
+	}
 }

@@ -171,5 +171,5 @@ func (s *Store) copyBlob(actor *Actor, src uint64, srcOff int64, dst uint64, dst
 		return 0, false, err
 	}
 	committed = true
-	return n, changed, nil
+	return n, changed, s.flushNow() // as writeBlob
 }

@@ -296,6 +296,7 @@ func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, err
 	b := s.db.NewBatch()
 	defer b.Close()
 	ts := now()
+	shrunk := false
 	if req.Valid&SetMode != 0 {
 		a.Mode = a.Mode&S_IFMT | req.Mode&^S_IFMT
 	}
@@ -328,6 +329,7 @@ func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, err
 		if a.Flags&FlagRemote != 0 { // truncated to zero: nothing to fetch
 			a.Flags &^= FlagRemote
 		}
+		shrunk = req.Size < a.Size
 		if err := s.truncate(b, &a, req.Size); err != nil {
 			return Attr{}, err
 		}
@@ -354,7 +356,15 @@ func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, err
 	if req.Valid&SetSize != 0 {
 		op = JTruncate
 	}
-	return a, s.commitRecord(b, &Record{Op: op, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
+	if err := s.commitRecord(b, &Record{Op: op, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor); err != nil {
+		return Attr{}, err
+	}
+	if shrunk && a.Flags&FlagBlob != 0 {
+		if err := s.cutAfterCommit(&a); err != nil {
+			return Attr{}, err
+		}
+	}
+	return a, nil
 }
 
 // inoWhere is a Record's where for a change made by inode number.
@@ -671,9 +681,7 @@ func (s *Store) setContent(actor *Actor, ino uint64, data []byte) (Attr, error) 
 		return Attr{}, err
 	}
 	if wasBlob {
-		if err := s.blobs.remove(ino); err != nil {
-			s.log.Warn("store: removing a blob failed; the next open removes it", "ino", ino, "err", err)
-		}
+		s.dropBlob(ino)
 	}
 	return a, nil
 }

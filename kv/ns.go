@@ -575,9 +575,7 @@ func (s *Store) Forget(ino uint64) error {
 		return err
 	}
 	if a.Flags&FlagBlob != 0 {
-		if err := s.blobs.remove(ino); err != nil {
-			s.log.Warn("store: removing a blob failed; the next open removes it", "ino", ino, "err", err)
-		}
+		s.dropBlob(ino)
 	}
 	delete(s.orphans, ino)
 	return nil

@@ -396,7 +396,10 @@ func (s *Store) replaceRemote(actor *Actor, ino uint64, size uint64, mtime int64
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.truncate(b, &a, 0); err != nil {
+	wasBlob := a.Flags&FlagBlob != 0
+	if wasBlob { // the blob goes once the batch committed
+		a.Flags &^= FlagBlob
+	} else if err := s.truncate(b, &a, 0); err != nil {
 		return Attr{}, err
 	}
 	ts := now()
@@ -409,5 +412,11 @@ func (s *Store) replaceRemote(actor *Actor, ino uint64, size uint64, mtime int64
 	o.Ctime = ts
 	b.Set(attrKey(ino), a.encode(), nil)
 	b.Set(originKey(ino), o.encode(), nil)
-	return a, s.commitRecord(b, &Record{Op: JRefresh, Ino: ino, Size: size, where: s.inoWhere(ino)}, actor)
+	if err := s.commitRecord(b, &Record{Op: JRefresh, Ino: ino, Size: size, where: s.inoWhere(ino)}, actor); err != nil {
+		return Attr{}, err
+	}
+	if wasBlob {
+		s.dropBlob(ino)
+	}
+	return a, nil
 }

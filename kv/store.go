@@ -406,7 +406,7 @@ func (s *Store) purgeOrphans() error {
 		}
 		b.Close()
 		if err == nil && a.Flags&FlagBlob != 0 {
-			err = s.blobs.remove(ino)
+			s.dropBlob(ino)
 		}
 		if err != nil {
 			return fmt.Errorf("purge orphan %d: %w", ino, err)
@@ -464,6 +464,14 @@ func (s *Store) Flush() error {
 	if !s.dirty.Swap(false) {
 		return nil
 	}
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+// flushNow is Flush without the shortcut: when it returns, every batch
+// committed before it was called is with the operating system, even if
+// another Flush is under way.
+func (s *Store) flushNow() error {
+	s.dirty.Store(false)
 	return s.db.LogData(nil, pebble.Sync)
 }
 

@@ -86,9 +86,7 @@ func (t *txn) commitRecords(recs []*Record, actor *Actor) error {
 		return err
 	}
 	for _, ino := range t.blobsGone {
-		if err := t.s.blobs.remove(ino); err != nil {
-			t.s.log.Warn("store: removing a blob failed; the next open removes it", "ino", ino, "err", err)
-		}
+		t.s.dropBlob(ino)
 	}
 	return nil
 }
