@@ -110,6 +110,14 @@ func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commi
 			return res
 		}
 	}
+	// What is pushed must survive here first: a push of a commit that a
+	// crash then takes back from the workspace (a write not yet synced)
+	// would leave the local branch behind the remote, and the next local
+	// commit would never be a fast-forward again.
+	if err := fs.Store().Sync(); err != nil {
+		res.Err = fmt.Errorf("git: sync the store before pushing: %w", err)
+		return res
+	}
 	if err := g.push(ctx, repo, &res); err != nil {
 		res.Err = err
 	}

@@ -485,6 +485,13 @@ func (s *Syncer) pass(ctx context.Context, src *source, force bool) SourceReport
 			del = append(del, conflictKey(src.Index, it.change.Rel)) // resolved
 		}
 	}
+	if len(puts)+len(dels) > 0 {
+		// What the remote gets must survive here first (see GitTarget's
+		// SyncRepo): a crash must not take back a change already uploaded.
+		if err := s.st.Sync(); err != nil {
+			return fail(fmt.Errorf("sync the store before uploading: %w", err))
+		}
+	}
 	for _, group := range [][]*item{puts, dels} {
 		if len(group) == 0 {
 			continue
