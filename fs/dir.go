@@ -122,8 +122,13 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 // are kept (readers that stop halfway leave theirs behind).
 type dirCursors struct {
 	mu   sync.Mutex
-	dirs map[uint64]*[cursorBatches][]batchEntry
-	next map[uint64]int
+	dirs map[uint64]*dirCursor
+}
+
+// dirCursor is one directory's recent replies, next the one to replace.
+type dirCursor struct {
+	batches [cursorBatches][]batchEntry
+	next    int
 }
 
 const (
@@ -140,11 +145,11 @@ type batchEntry struct {
 func (c *dirCursors) find(ino, off uint64) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	batches := c.dirs[ino]
-	if batches == nil {
+	d := c.dirs[ino]
+	if d == nil {
 		return "", false
 	}
-	for _, b := range batches {
+	for _, b := range d.batches {
 		if len(b) > 0 && b[0].off <= off && off <= b[len(b)-1].off {
 			for _, e := range b {
 				if e.off == off {
@@ -162,26 +167,22 @@ func (c *dirCursors) keep(ino uint64, batch []batchEntry) {
 	defer c.mu.Unlock()
 	if len(batch) == 0 {
 		delete(c.dirs, ino)
-		delete(c.next, ino)
 		return
 	}
 	if c.dirs == nil {
-		c.dirs = make(map[uint64]*[cursorBatches][]batchEntry)
-		c.next = make(map[uint64]int)
+		c.dirs = make(map[uint64]*dirCursor)
 	}
-	batches := c.dirs[ino]
-	if batches == nil {
+	d := c.dirs[ino]
+	if d == nil {
 		for victim := range c.dirs {
 			if len(c.dirs) < maxCursorDirs {
 				break
 			}
 			delete(c.dirs, victim)
-			delete(c.next, victim)
 		}
-		batches = new([cursorBatches][]batchEntry)
-		c.dirs[ino] = batches
+		d = new(dirCursor)
+		c.dirs[ino] = d
 	}
-	i := c.next[ino]
-	batches[i] = batch
-	c.next[ino] = (i + 1) % cursorBatches
+	d.batches[d.next] = batch
+	d.next = (d.next + 1) % cursorBatches
 }

@@ -27,15 +27,18 @@ import (
 // one batch, turning a blob back into chunks: they promise the old content
 // or the new after a crash, which a file written in place cannot.
 //
-// Ordering, so that a crash shows nothing that was not written:
+// Ordering (the README's Durability says what it promises):
 //   - data is written to the blob before the batch that records the new
-//     size commits, and the periodic sync (and fsync) syncs the blobs
-//     written since the last sync before it syncs Pebble;
-//   - bytes of the blob past the recorded size (a write whose batch never
-//     committed) are cut off before the size grows over them;
-//   - a blob is removed only after the batch that deletes its inode, or
-//     turns it back into chunks, committed; blobs that no inode claims
-//     (a crash in between) are removed when the store opens.
+//     size commits, and that batch is handed to the system at once; the
+//     periodic sync (and fsync) syncs the blobs written since the last
+//     sync before it syncs Pebble;
+//   - bytes of the blob past the recorded size (a write whose batch was
+//     lost) are cut off when the store opens and before the size grows
+//     over them; a shrinking truncate cuts only once its batch is with the
+//     system;
+//   - a blob is removed only once the batch that deletes its inode, or
+//     turns it back into chunks, is with the system; blobs that no inode
+//     claims (a crash in between) are removed when the store opens.
 //
 // Readers do not take the inode's lock: a read that races with a write or
 // a truncate sees some of each, as on a local file system.
@@ -97,13 +100,31 @@ func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) 
 	}
 	ob.refs++
 	ob.used = bs.tick
-	return ob.f, func() {
-		bs.mu.Lock()
-		defer bs.mu.Unlock()
-		if ob.refs--; ob.refs == 0 && ob.gone {
-			ob.f.Close()
-		}
-	}, nil
+	return ob.f, func() { bs.release(ob) }, nil
+}
+
+// release gives back one reference to ob, taken under bs.mu.
+func (bs *blobStore) release(ob *openBlob) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if ob.refs--; ob.refs == 0 && ob.gone {
+		ob.f.Close()
+	}
+}
+
+// forgetLocked drops ino's open blob, if any: closed now, or by the last
+// release of those still reading it. bs.mu is held.
+func (bs *blobStore) forgetLocked(ino uint64) {
+	ob := bs.open[ino]
+	if ob == nil {
+		return
+	}
+	delete(bs.open, ino)
+	if ob.refs == 0 {
+		ob.f.Close()
+	} else {
+		ob.gone = true
+	}
 }
 
 // evictLocked closes the least recently used blob that is idle and synced
@@ -137,14 +158,7 @@ func (bs *blobStore) written(ino uint64) {
 // remove deletes ino's blob. Readers that hold it open keep reading it.
 func (bs *blobStore) remove(ino uint64) error {
 	bs.mu.Lock()
-	if ob := bs.open[ino]; ob != nil {
-		delete(bs.open, ino)
-		if ob.refs == 0 {
-			ob.f.Close()
-		} else {
-			ob.gone = true
-		}
-	}
+	bs.forgetLocked(ino)
 	delete(bs.dirty, ino)
 	bs.mu.Unlock()
 	err := os.Remove(bs.path(ino))
@@ -156,22 +170,16 @@ func (bs *blobStore) remove(ino uint64) error {
 
 // sync makes the data written to blobs since the last sync durable.
 func (bs *blobStore) sync() error {
+	type toSync struct {
+		ino uint64
+		ob  *openBlob
+	}
 	bs.mu.Lock()
-	var files []*os.File
-	var inos []uint64
-	var releases []func()
+	var todo []toSync
 	for ino := range bs.dirty {
 		if ob := bs.open[ino]; ob != nil {
 			ob.refs++
-			files = append(files, ob.f)
-			inos = append(inos, ino)
-			releases = append(releases, func() {
-				bs.mu.Lock()
-				defer bs.mu.Unlock()
-				if ob.refs--; ob.refs == 0 && ob.gone {
-					ob.f.Close()
-				}
-			})
+			todo = append(todo, toSync{ino, ob})
 		}
 	}
 	clear(bs.dirty)
@@ -182,16 +190,16 @@ func (bs *blobStore) sync() error {
 		bs.mu.Unlock()
 	}()
 	var err error
-	for i, f := range files {
+	for _, t := range todo {
 		if !bs.noSync {
-			if serr := unix.Fdatasync(int(f.Fd())); serr != nil {
+			if serr := unix.Fdatasync(int(t.ob.f.Fd())); serr != nil {
 				if err == nil {
-					err = fmt.Errorf("sync blob %s: %w", f.Name(), serr)
+					err = fmt.Errorf("sync blob %s: %w", t.ob.f.Name(), serr)
 				}
-				bs.written(inos[i]) // to be tried again
+				bs.written(t.ino) // to be tried again
 			}
 		}
-		releases[i]()
+		bs.release(t.ob)
 	}
 	return err
 }
@@ -200,13 +208,8 @@ func (bs *blobStore) sync() error {
 func (bs *blobStore) closeAll() {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	for ino, ob := range bs.open {
-		if ob.refs == 0 {
-			ob.f.Close()
-		} else {
-			ob.gone = true
-		}
-		delete(bs.open, ino)
+	for ino := range bs.open {
+		bs.forgetLocked(ino)
 	}
 }
 
@@ -219,18 +222,19 @@ func blocksOf(f *os.File) (uint64, error) {
 	return uint64(st.Blocks), nil
 }
 
-// cutBlob cuts the blob back to a's size if it holds more: bytes there are
+// cutBlob cuts the blob back to a's size if it holds more (bytes there are
 // from a write whose batch never committed, and must not show once the
-// size grows over them.
-func cutBlob(f *os.File, a *Attr) error {
+// size grows over them, or from before a truncate) and reports whether it
+// did.
+func cutBlob(f *os.File, a *Attr) (bool, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return err
+		return false, err
 	}
-	if uint64(st.Size) > a.Size {
-		return f.Truncate(int64(a.Size))
+	if uint64(st.Size) <= a.Size {
+		return false, nil
 	}
-	return nil
+	return true, f.Truncate(int64(a.Size))
 }
 
 // readBlob reads [off, off+len(dst)) of a blob file a, with zeros past the
@@ -307,8 +311,10 @@ func (s *Store) gcBlobs() error {
 		ino, perr := strconv.ParseUint(e.Name(), 16, 64)
 		if perr == nil {
 			if a, err := s.GetAttr(ino); err == nil && a.Flags&FlagBlob != 0 {
-				if err := s.settleBlob(&a); err != nil {
-					return err
+				if !blobSettled(e, &a) {
+					if err := s.settleBlob(&a); err != nil {
+						return err
+					}
 				}
 				continue
 			} else if err != nil && err != ErrNotFound {
@@ -326,38 +332,28 @@ func (s *Store) gcBlobs() error {
 	return nil
 }
 
+// blobSettled tells from a blob's directory entry (a stat, no open)
+// whether it agrees with a: nothing past the size, the blocks a counts.
+func blobSettled(e os.DirEntry, a *Attr) bool {
+	info, err := e.Info()
+	if err != nil {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && uint64(st.Size) <= a.Size && uint64(st.Blocks) == a.Blocks
+}
+
 // writeBlob is write for a file that is, or is becoming, a blob. The
 // caller holds ino's lock and checked the arguments; a is current.
 func (s *Store) writeBlob(actor *Actor, a Attr, off int64, data []byte, kill func(gid uint32) bool) (Attr, bool, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
-	var f *os.File
-	var release func()
-	var err error
-	moved := a.Flags&FlagBlob == 0
-	if moved {
-		f, release, err = s.toBlob(b, &a)
-	} else {
-		f, release, err = s.blobs.acquire(a.Ino, false)
-		if err == errBlobGone {
-			err = fmt.Errorf("inode %d: its blob is missing", a.Ino)
-		}
-	}
+	f, done, err := s.blobForWrite(b, &a, uint64(off))
 	if err != nil {
 		return Attr{}, false, err
 	}
-	defer release()
 	committed := false
-	defer func() {
-		if moved && !committed {
-			s.blobs.remove(a.Ino)
-		}
-	}()
-	if uint64(off) > a.Size {
-		if err := cutBlob(f, &a); err != nil {
-			return Attr{}, false, fmt.Errorf("blob of inode %d: %w", a.Ino, err)
-		}
-	}
+	defer func() { done(committed) }()
 	if _, err := f.WriteAt(data, off); err != nil {
 		return Attr{}, false, fmt.Errorf("write blob of inode %d: %w", a.Ino, err)
 	}
@@ -365,17 +361,8 @@ func (s *Store) writeBlob(actor *Actor, a Attr, off int64, data []byte, kill fun
 	if a.Blocks, err = blocksOf(f); err != nil {
 		return Attr{}, false, err
 	}
-	modeChanged := false
-	if kill != nil {
-		mode := a.Mode
-		killPriv(b, &a, kill)
-		modeChanged = a.Mode != mode
-	}
-	ts := now()
-	a.Size = max(a.Size, uint64(off)+uint64(len(data)))
-	a.Mtime, a.Ctime = ts, ts
-	b.Set(attrKey(a.Ino), a.encode(), nil)
-	if err := s.commitRecord(b, &Record{Op: JWrite, Ino: a.Ino, Size: a.Size, where: s.inoWhere(a.Ino)}, actor); err != nil {
+	modeChanged, err := s.commitWrite(actor, b, &a, uint64(off)+uint64(len(data)), kill)
+	if err != nil {
 		return Attr{}, false, err
 	}
 	committed = true
@@ -383,6 +370,41 @@ func (s *Store) writeBlob(actor *Actor, a Attr, off int64, data []byte, kill fun
 	// crash of the daemon leaves data and size together (but for this
 	// moment, see the README's Durability).
 	return a, modeChanged, s.flushNow()
+}
+
+// blobForWrite returns the blob that a write into a, recorded in b, goes
+// to: a's blob, or a new one made from its chunks (toBlob), cut back to
+// a's size if the write starts past it (at off). done must be called with
+// whether b committed: it lets go of the blob, and removes one made here
+// for a batch that did not commit.
+func (s *Store) blobForWrite(b *pebble.Batch, a *Attr, off uint64) (f *os.File, done func(committed bool), err error) {
+	ino := a.Ino
+	moved := a.Flags&FlagBlob == 0
+	var release func()
+	if moved {
+		f, release, err = s.toBlob(b, a)
+	} else {
+		f, release, err = s.blobs.acquire(ino, false)
+		if err == errBlobGone {
+			err = fmt.Errorf("inode %d: its blob is missing", ino)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	done = func(committed bool) {
+		if moved && !committed {
+			s.blobs.remove(ino)
+		}
+		release()
+	}
+	if off > a.Size {
+		if _, err := cutBlob(f, a); err != nil {
+			done(false)
+			return nil, nil, fmt.Errorf("blob of inode %d: %w", ino, err)
+		}
+	}
+	return f, done, nil
 }
 
 // truncateBlob is truncate for a blob. Growing, it first cuts off what
@@ -401,7 +423,7 @@ func (s *Store) truncateBlob(a *Attr, size uint64) error {
 		return err
 	}
 	defer release()
-	if err := cutBlob(f, a); err != nil {
+	if _, err := cutBlob(f, a); err != nil {
 		return fmt.Errorf("truncate blob of inode %d: %w", a.Ino, err)
 	}
 	s.blobs.written(a.Ino)
@@ -413,30 +435,13 @@ func (s *Store) truncateBlob(a *Attr, size uint64) error {
 }
 
 // cutAfterCommit cuts the blob of a (whose new, smaller size is committed)
-// to that size and records the blocks it then holds. The caller holds the
-// inode's lock.
+// to that size, once the batch is with the system, and records the blocks
+// it then holds. The caller holds the inode's lock.
 func (s *Store) cutAfterCommit(a *Attr) error {
 	if err := s.flushNow(); err != nil { // the size first, then the cut
 		return err
 	}
-	f, release, err := s.blobs.acquire(a.Ino, false)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := cutBlob(f, a); err != nil {
-		return fmt.Errorf("truncate blob of inode %d: %w", a.Ino, err)
-	}
-	s.blobs.written(a.Ino)
-	blocks, err := blocksOf(f)
-	if err != nil || blocks == a.Blocks {
-		return err
-	}
-	a.Blocks = blocks
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Set(attrKey(a.Ino), a.encode(), nil)
-	return s.commit(b)
+	return s.settleBlob(a)
 }
 
 // fallocateBlob does fallocate's work on a blob's data: a punched or
@@ -455,7 +460,7 @@ func (s *Store) fallocateBlob(a *Attr, mode uint32, off, end uint64) error {
 		}
 	}
 	if mode&FallocKeepSize == 0 && end > a.Size {
-		if err := cutBlob(f, a); err != nil {
+		if _, err := cutBlob(f, a); err != nil {
 			return err
 		}
 	}
@@ -475,31 +480,35 @@ func (s *Store) seekBlob(a *Attr, off int64, whence int) (int64, error) {
 		return 0, err
 	}
 	defer release()
-	enxio := &Error{"no such device or address", 6}
 	pos, err := unix.Seek(int(f.Fd()), off, whence)
 	switch {
 	case err == unix.ENXIO && whence == SeekData:
-		return 0, enxio
+		return 0, ErrNXIO
 	case err == unix.ENXIO: // off is past the blob's end: a hole
 		return off, nil
 	case err != nil:
 		return 0, fmt.Errorf("seek blob of inode %d: %w", a.Ino, err)
 	case whence == SeekData && uint64(pos) >= a.Size:
-		return 0, enxio
+		return 0, ErrNXIO
 	}
 	return min(pos, int64(a.Size)), nil
 }
 
-// settleBlob makes a blob agree with its inode after a crash: what it holds
-// past the recorded size goes, and st_blocks is counted again.
+// settleBlob makes the blob of a agree with a: what it holds past a's size
+// goes, and the blocks it then holds are recorded (in a batch of their own)
+// if a counts others. The caller holds the inode's lock, or runs alone.
 func (s *Store) settleBlob(a *Attr) error {
 	f, release, err := s.blobs.acquire(a.Ino, false)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := cutBlob(f, a); err != nil {
-		return err
+	cut, err := cutBlob(f, a)
+	if err != nil {
+		return fmt.Errorf("cut blob of inode %d: %w", a.Ino, err)
+	}
+	if cut {
+		s.blobs.written(a.Ino)
 	}
 	blocks, err := blocksOf(f)
 	if err != nil || blocks == a.Blocks {

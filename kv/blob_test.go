@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// blobStore opens a store whose files become blobs past 100 KiB.
+// newBlobStore opens a store whose files become blobs past 100 KiB.
 func newBlobStore(t *testing.T, dir string) *Store {
 	t.Helper()
 	opts := quietOptions()

@@ -3,7 +3,6 @@ package kv
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -87,17 +86,11 @@ func (s *Store) copyBlob(actor *Actor, src uint64, srcOff int64, dst uint64, dst
 	if end > MaxFileSize {
 		return 0, false, ErrFileTooLarge
 	}
-	a, unlock, err := s.lockLocalAttr(dst, true)
+	a, unlock, err := s.lockFile(dst, true, ErrInvalid)
 	if err != nil {
 		return 0, false, err
 	}
 	defer unlock()
-	if a.IsDir() {
-		return 0, false, ErrIsDir
-	}
-	if !a.IsRegular() {
-		return 0, false, ErrInvalid
-	}
 	if a.Flags&FlagBlob == 0 && end <= s.blobThreshold {
 		return 0, false, errNotDirect
 	}
@@ -111,32 +104,12 @@ func (s *Store) copyBlob(actor *Actor, src uint64, srcOff int64, dst uint64, dst
 	defer srcRelease()
 	b := s.db.NewBatch()
 	defer b.Close()
-	moved := a.Flags&FlagBlob == 0
-	var dstF *os.File
-	var release func()
-	if moved {
-		dstF, release, err = s.toBlob(b, &a)
-	} else {
-		dstF, release, err = s.blobs.acquire(dst, false)
-		if err == errBlobGone {
-			err = fmt.Errorf("inode %d: its blob is missing", dst)
-		}
-	}
+	dstF, done, err := s.blobForWrite(b, &a, uint64(dstOff))
 	if err != nil {
 		return 0, false, err
 	}
-	defer release()
 	committed := false
-	defer func() {
-		if moved && !committed {
-			s.blobs.remove(dst)
-		}
-	}()
-	if uint64(dstOff) > a.Size {
-		if err := cutBlob(dstF, &a); err != nil {
-			return 0, false, fmt.Errorf("blob of inode %d: %w", dst, err)
-		}
-	}
+	defer func() { done(committed) }()
 	so, do := srcOff, dstOff
 	for so < srcOff+n {
 		m, err := unix.CopyFileRange(int(srcF.Fd()), &so, int(dstF.Fd()), &do, int(srcOff+n-so), 0)
@@ -157,17 +130,8 @@ func (s *Store) copyBlob(actor *Actor, src uint64, srcOff int64, dst uint64, dst
 	if a.Blocks, err = blocksOf(dstF); err != nil {
 		return 0, false, err
 	}
-	changed := false
-	if kill != nil {
-		mode := a.Mode
-		killPriv(b, &a, kill)
-		changed = a.Mode != mode
-	}
-	ts := now()
-	a.Size = max(a.Size, end)
-	a.Mtime, a.Ctime = ts, ts
-	b.Set(attrKey(dst), a.encode(), nil)
-	if err := s.commitRecord(b, &Record{Op: JWrite, Ino: dst, Size: a.Size, where: s.inoWhere(dst)}, actor); err != nil {
+	changed, err := s.commitWrite(actor, b, &a, end, kill)
+	if err != nil {
 		return 0, false, err
 	}
 	committed = true

@@ -302,7 +302,7 @@ func matchesWithBlobs(got view, states []view, blobs map[string]bool) bool {
 			return false
 		}
 		data := got[p].Data
-	bytes:
+	nextByte:
 		for i := 0; i < len(data); i++ {
 			for _, st := range states {
 				var b byte
@@ -310,7 +310,7 @@ func matchesWithBlobs(got view, states []view, blobs map[string]bool) bool {
 					b = d[i]
 				}
 				if b == data[i] {
-					continue bytes
+					continue nextByte
 				}
 			}
 			return false

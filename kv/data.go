@@ -132,16 +132,44 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 		b.Set(chunkKey(ino, ci), chunk, nil)
 		pos += n
 	}
+	modeChanged, err = s.commitWrite(actor, b, &a, end, kill)
+	return a, modeChanged, err
+}
+
+// commitWrite finishes in b a write (or a copy) into a that ended at end:
+// the new size and times, and with kill setuid, setgid and capabilities
+// cleared; then commits b with the write's journal record. It reports
+// whether the mode changed.
+func (s *Store) commitWrite(actor *Actor, b *pebble.Batch, a *Attr, end uint64, kill func(gid uint32) bool) (modeChanged bool, err error) {
 	if kill != nil {
 		mode := a.Mode
-		killPriv(b, &a, kill)
+		killPriv(b, a, kill)
 		modeChanged = a.Mode != mode
 	}
 	ts := now()
 	a.Size = max(a.Size, end)
 	a.Mtime, a.Ctime = ts, ts
-	b.Set(attrKey(ino), a.encode(), nil)
-	return a, modeChanged, s.commitRecord(b, &Record{Op: JWrite, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
+	b.Set(attrKey(a.Ino), a.encode(), nil)
+	return modeChanged, s.commitRecord(b, &Record{Op: JWrite, Ino: a.Ino, Size: a.Size, where: s.inoWhere(a.Ino)}, actor)
+}
+
+// lockFile is lockLocalAttr for an operation on a regular file's data: a
+// directory is ErrIsDir, any other kind of inode notRegular. On an error
+// nothing stays locked.
+func (s *Store) lockFile(ino uint64, local bool, notRegular error) (Attr, func(), error) {
+	a, unlock, err := s.lockLocalAttr(ino, local)
+	if err != nil {
+		return Attr{}, nil, err
+	}
+	switch {
+	case a.IsDir():
+		unlock()
+		return Attr{}, nil, ErrIsDir
+	case !a.IsRegular():
+		unlock()
+		return Attr{}, nil, notRegular
+	}
+	return a, unlock, nil
 }
 
 // Read reads from off into dst and returns the number of bytes read (short
@@ -507,17 +535,11 @@ func (s *Store) fallocate(actor *Actor, ino uint64, mode uint32, off, length int
 	default:
 		return Attr{}, ErrNotSupported
 	}
-	a, unlock, err := s.lockLocalAttr(ino, true)
+	a, unlock, err := s.lockFile(ino, true, ErrNotSupported)
 	if err != nil {
 		return Attr{}, err
 	}
 	defer unlock()
-	if a.IsDir() {
-		return Attr{}, ErrIsDir
-	}
-	if !a.IsRegular() {
-		return Attr{}, ErrNotSupported
-	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if a.Flags&FlagBlob != 0 {
@@ -606,7 +628,7 @@ func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
 		return 0, err
 	}
 	if off < 0 || uint64(off) >= a.Size {
-		return 0, &Error{"no such device or address", 6} // ENXIO
+		return 0, ErrNXIO
 	}
 	if a.Flags&FlagBlob != 0 {
 		return s.seekBlob(&a, off, whence)
@@ -620,7 +642,7 @@ func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
 	defer it.Close()
 	if whence == SeekData {
 		if !it.First() {
-			return 0, &Error{"no such device or address", 6}
+			return 0, ErrNXIO
 		}
 		return max(off, int64(chunkIndex(it.Key())*ChunkSize)), nil
 	}
@@ -650,17 +672,11 @@ func (s *Store) setContent(actor *Actor, ino uint64, data []byte) (Attr, error) 
 	if uint64(len(data)) > MaxFileSize {
 		return Attr{}, ErrFileTooLarge
 	}
-	a, unlock, err := s.lockLocalAttr(ino, false) // the old content is not needed
+	a, unlock, err := s.lockFile(ino, false, ErrInvalid) // the old content is not needed
 	if err != nil {
 		return Attr{}, err
 	}
 	defer unlock()
-	if a.IsDir() {
-		return Attr{}, ErrIsDir
-	}
-	if !a.IsRegular() {
-		return Attr{}, ErrInvalid
-	}
 	b := s.db.NewBatchWithSize(len(data) + 256 + len(data)/ChunkSize*32)
 	defer b.Close()
 	a.Flags &^= FlagRemote

@@ -35,6 +35,9 @@ var (
 	ErrFileTooLarge = &Error{"file too large", syscall.EFBIG}
 	ErrNotSupported = &Error{"operation not supported", syscall.EOPNOTSUPP}
 	ErrTooManyLinks = &Error{"too many links", syscall.EMLINK}
+	// ErrNXIO is lseek's answer for SEEK_DATA or SEEK_HOLE at or past the
+	// end, and for SEEK_DATA past the last data.
+	ErrNXIO = &Error{"no such device or address", syscall.ENXIO}
 )
 
 // ErrCorrupt marks a store whose records do not decode.

@@ -461,10 +461,10 @@ func (s *Store) WriteTables() error { return s.db.Flush() }
 // Flush hands every committed operation to the operating system, so that it
 // survives a crash of this process.
 func (s *Store) Flush() error {
-	if !s.dirty.Swap(false) {
+	if !s.dirty.Load() {
 		return nil
 	}
-	return s.db.LogData(nil, pebble.Sync)
+	return s.flushNow()
 }
 
 // flushNow is Flush without the shortcut: when it returns, every batch
