@@ -122,6 +122,15 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 			f.invalidateAttr(in.NodeId)
 		}
 	}
+	f.ptMu.Lock()
+	defer f.ptMu.Unlock()
+	if fh, id, ok := f.openPassthrough(&in.InHeader, &a, in.Flags); ok {
+		// No FLUSH at close: the kernel wrote the blob already, and the
+		// store takes the size at release, or from the blob after a crash.
+		out.Fh, out.BackingID = fh, id
+		out.OpenFlags = fuse.FOPEN_PASSTHROUGH | fuse.FOPEN_NOFLUSH
+		return fuse.OK
+	}
 	out.Fh = f.newHandle(in.NodeId, in.Flags)
 	out.OpenFlags = openFlags(&a, in.Flags)
 	return fuse.OK
@@ -242,11 +251,22 @@ func (f *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 }
 
 // Release implements RELEASE.
-func (f *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) { f.dropHandle(in.Fh) }
+func (f *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if h := f.handle(in.Fh); h != nil && h.pt {
+		f.releasePassthrough(h) // first: the size is the store's when written hears
+	}
+	f.dropHandle(in.Fh)
+}
 
 // Fsync implements FSYNC (fsync and fdatasync alike).
 func (f *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	err := f.store.Sync()
+	var err error
+	if h := f.handle(in.Fh); h != nil && h.pt {
+		err = h.sess.SyncPinned(in.NodeId) // what the kernel wrote, recorded
+	}
+	if err == nil {
+		err = f.store.Sync()
+	}
 	if err == nil && f.written != nil {
 		f.written(in.NodeId)
 	}

@@ -22,6 +22,9 @@ type Config struct {
 	// now (sync back uploads it without waiting for its debounce). It is
 	// called on the request's goroutine and must not block.
 	Written func(ino uint64)
+	// NoPassthrough keeps every read and write going through the daemon,
+	// blobs included (see passthrough.go).
+	NoPassthrough bool
 }
 
 // ioBlockSize is st_blksize: the I/O size that cp, cat and friends use.
@@ -42,6 +45,12 @@ type FS struct {
 
 	cursors dirCursors // where READDIRs resume
 
+	// passthrough: blobs opened for the kernel's direct I/O
+	ptMu  sync.Mutex // serialises opens of regular files and passthrough releases
+	ptOn  bool       // guarded by ptMu
+	pt    map[uint64]*ptFile
+	ptOff bool // Config.NoPassthrough
+
 	server  *fuse.Server
 	actors  actorCache
 	written func(ino uint64)
@@ -57,7 +66,11 @@ type handle struct {
 	// flushEach: each write is flushed before it is answered (a write-only
 	// handle, opened with FOPEN_NOFLUSH: its close sends no FLUSH)
 	flushEach bool
-	mu        sync.Mutex // guards the fields below
+	// pt: the kernel reads and writes the inode's blob itself; ptWrite:
+	// for writing; sess: who opened it, for the journal record at release
+	pt, ptWrite bool
+	sess        kv.Session
+	mu          sync.Mutex // guards the fields below
 	wrote     bool
 	dirty     bool // wrote since open
 }
@@ -80,6 +93,8 @@ func New(store *kv.Store, cfg Config) *FS {
 		opens:         make(map[uint64]int),
 		written:       cfg.Written,
 		dirtyInos:     make(map[uint64]bool),
+		pt:            make(map[uint64]*ptFile),
+		ptOff:         cfg.NoPassthrough,
 	}
 	store.SetInUse(f.inUse)
 	return f
@@ -88,7 +103,12 @@ func New(store *kv.Store, cfg Config) *FS {
 func (f *FS) String() string { return "computerfs" }
 
 // Init is called by go-fuse once the kernel has answered INIT.
-func (f *FS) Init(s *fuse.Server) { f.server = s }
+func (f *FS) Init(s *fuse.Server) {
+	f.server = s
+	f.ptMu.Lock()
+	f.ptOn = !f.ptOff && s.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH != 0
+	f.ptMu.Unlock()
+}
 
 // inUse tells the store whether an inode that just lost its last name must
 // stay (as an orphan) for now. A file stays while it is open: nothing else

@@ -3,6 +3,7 @@ package fs_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -78,6 +79,9 @@ func TestFSX(t *testing.T) {
 				ops = 100_000
 			}
 			seed := time.Now().UnixNano()
+			if v, err := strconv.ParseInt(os.Getenv("FSX_SEED"), 10, 64); err == nil {
+				seed = v // to replay a failure
+			}
 			t.Logf("seed %d, %d operations", seed, ops)
 			fstest.FSX(t, m.Dir, tmpfsTwin(t), seed, ops)
 		})

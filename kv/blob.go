@@ -83,7 +83,7 @@ func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) 
 	bs.tick++
 	ob := bs.open[ino]
 	if ob == nil {
-		flags := os.O_RDWR
+		flags := os.O_RDWR | syscall.O_NOATIME // a pinned blob's atime is the reads the kernel made
 		if create {
 			flags |= os.O_CREATE
 		}
@@ -290,6 +290,9 @@ func (s *Store) toBlob(b *pebble.Batch, a *Attr) (*os.File, func(), error) {
 	if err := it.Close(); err != nil {
 		return fail(err)
 	}
+	if err := extendBlob(f, a.Size); err != nil { // a sparse tail
+		return fail(err)
+	}
 	s.blobs.written(a.Ino)
 	b.DeleteRange(lo, hi, nil)
 	a.Flags |= FlagBlob
@@ -306,11 +309,18 @@ func (s *Store) gcBlobs() error {
 	if err != nil {
 		return err
 	}
-	removed := 0
+	removed, recovered := 0, 0
 	for _, e := range entries {
 		ino, perr := strconv.ParseUint(e.Name(), 16, 64)
 		if perr == nil {
 			if a, err := s.GetAttr(ino); err == nil && a.Flags&FlagBlob != 0 {
+				if a.Flags&FlagWriting != 0 {
+					if err := s.recoverWriting(&a); err != nil {
+						return err
+					}
+					recovered++
+					continue
+				}
 				if !blobSettled(e, &a) {
 					if err := s.settleBlob(&a); err != nil {
 						return err
@@ -328,6 +338,9 @@ func (s *Store) gcBlobs() error {
 	}
 	if removed > 0 {
 		s.log.Info("removed blobs that no inode claims", "count", removed)
+	}
+	if recovered > 0 {
+		s.log.Info("took the sizes of blobs written directly before a crash", "count", recovered)
 	}
 	return nil
 }
@@ -426,6 +439,9 @@ func (s *Store) truncateBlob(a *Attr, size uint64) error {
 	if _, err := cutBlob(f, a); err != nil {
 		return fmt.Errorf("truncate blob of inode %d: %w", a.Ino, err)
 	}
+	if err := extendBlob(f, size); err != nil {
+		return fmt.Errorf("truncate blob of inode %d: %w", a.Ino, err)
+	}
 	s.blobs.written(a.Ino)
 	if a.Blocks, err = blocksOf(f); err != nil {
 		return err
@@ -462,6 +478,9 @@ func (s *Store) fallocateBlob(a *Attr, mode uint32, off, end uint64) error {
 	if mode&FallocKeepSize == 0 && end > a.Size {
 		if _, err := cutBlob(f, a); err != nil {
 			return err
+		}
+		if err := extendBlob(f, end); err != nil {
+			return fmt.Errorf("blob of inode %d: %w", a.Ino, err)
 		}
 	}
 	s.blobs.written(a.Ino)

@@ -126,6 +126,9 @@ func (s *Store) copyBlob(actor *Actor, src uint64, srcOff int64, dst uint64, dst
 			return 0, false, fmt.Errorf("blob of inode %d: %w", dst, err)
 		}
 	}
+	if err := extendBlob(dstF, end); err != nil { // a sparse tail copied
+		return 0, false, fmt.Errorf("blob of inode %d: %w", dst, err)
+	}
 	s.blobs.written(dst)
 	if a.Blocks, err = blocksOf(dstF); err != nil {
 		return 0, false, err

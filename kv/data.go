@@ -150,7 +150,11 @@ func (s *Store) commitWrite(actor *Actor, b *pebble.Batch, a *Attr, end uint64, 
 	a.Size = max(a.Size, end)
 	a.Mtime, a.Ctime = ts, ts
 	b.Set(attrKey(a.Ino), a.encode(), nil)
-	return modeChanged, s.commitRecord(b, &Record{Op: JWrite, Ino: a.Ino, Size: a.Size, where: s.inoWhere(a.Ino)}, actor)
+	if err := s.commitRecord(b, &Record{Op: JWrite, Ino: a.Ino, Size: a.Size, where: s.inoWhere(a.Ino)}, actor); err != nil {
+		return modeChanged, err
+	}
+	s.pinnedMoved(a)
+	return modeChanged, nil
 }
 
 // lockFile is lockLocalAttr for an operation on a regular file's data: a
@@ -194,9 +198,9 @@ func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
 		}
 		n, a, err = s.read(ino, off, dst, nil)
 	}
-	for i := 0; err == errBlobGone && i < 3; i++ {
-		// Turned back into chunks, or deleted, since read saw the
-		// attributes: read again.
+	for i := 0; err == errBlobGone && i < 100; i++ {
+		// Turned back into chunks, deleted, or unpinned since read saw
+		// the attributes: read again.
 		n, a, err = s.read(ino, off, dst, nil)
 	}
 	if err == errBlobGone {
@@ -220,6 +224,7 @@ func (s *Store) read(ino uint64, off int64, dst []byte, o *originRead) (int, Att
 	if off < 0 {
 		return 0, Attr{}, ErrInvalid
 	}
+	g := s.pins.seq.Load()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: attrKey(ino), UpperBound: prefixEnd(kindPrefix(ino, kindChunk))})
 	if err != nil {
 		return 0, Attr{}, err
@@ -253,13 +258,23 @@ func (s *Store) read(ino uint64, off int64, dst []byte, o *originRead) (int, Att
 		}
 		return 0, a, errRemote
 	}
+	s.mergePin(&a, nil)
 	if uint64(off) >= a.Size || len(dst) == 0 {
+		if a.Flags&FlagBlob != 0 && !s.pins.stable(g) {
+			return 0, a, errBlobGone // a pin went meanwhile: read again
+		}
 		return 0, a, nil
 	}
 	end := min(a.Size, uint64(off)+uint64(len(dst)))
 	n := int(end - uint64(off))
 	if a.Flags&FlagBlob != 0 {
-		return n, a, s.readBlob(&a, off, dst[:n])
+		if err := s.readBlob(&a, off, dst[:n]); err != nil {
+			return 0, a, err
+		}
+		if !s.pins.stable(g) {
+			return 0, a, errBlobGone // a pin went meanwhile: read again
+		}
+		return n, a, nil
 	}
 	clear(dst[:n])
 	first, last := uint64(off)/ChunkSize, (end-1)/ChunkSize
@@ -358,6 +373,15 @@ func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, err
 			a.Flags &^= FlagRemote
 		}
 		shrunk = req.Size < a.Size
+		if shrunk && a.Flags&FlagWriting != 0 {
+			// The kernel writes this blob, and after a crash its size is
+			// the blob's: cut it first, so that a crash keeps the
+			// truncate or nothing of it.
+			if err := s.cutPinned(&a, req.Size); err != nil {
+				return Attr{}, err
+			}
+			shrunk = false
+		}
 		if err := s.truncate(b, &a, req.Size); err != nil {
 			return Attr{}, err
 		}
@@ -392,6 +416,7 @@ func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, err
 			return Attr{}, err
 		}
 	}
+	s.pinnedMoved(&a)
 	return a, nil
 }
 
@@ -560,7 +585,11 @@ func (s *Store) fallocate(actor *Actor, ino uint64, mode uint32, off, length int
 	}
 	a.Ctime = now()
 	b.Set(attrKey(ino), a.encode(), nil)
-	return a, s.commitRecord(b, &Record{Op: JFallocate, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor)
+	if err := s.commitRecord(b, &Record{Op: JFallocate, Ino: ino, Size: a.Size, where: s.inoWhere(ino)}, actor); err != nil {
+		return Attr{}, err
+	}
+	s.pinnedMoved(&a)
+	return a, nil
 }
 
 // zeroBytes makes [from, to) read as zeros: whole chunks are deleted, the
@@ -681,6 +710,10 @@ func (s *Store) setContent(actor *Actor, ino uint64, data []byte) (Attr, error) 
 	defer b.Close()
 	a.Flags &^= FlagRemote
 	wasBlob := a.Flags&FlagBlob != 0
+	if wasBlob && s.pins.get(ino) != nil {
+		// The kernel reads and writes this blob directly: it stays one.
+		return s.setPinnedContent(actor, a, data)
+	}
 	if wasBlob {
 		// Back to chunks: the blob keeps the old content until the
 		// batch with the new one commits.

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"runtime"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -52,8 +53,24 @@ func checkName(name string) error {
 	return nil
 }
 
-// GetAttr returns an inode's attributes.
-func (s *Store) GetAttr(ino uint64) (a Attr, err error) {
+// GetAttr returns an inode's attributes (with what the kernel changed in
+// a pinned blob merged in, see PinBlob).
+func (s *Store) GetAttr(ino uint64) (Attr, error) {
+	for {
+		g := s.pins.seq.Load()
+		a, err := s.storedAttr(ino)
+		if err == nil {
+			s.mergePin(&a, nil)
+		}
+		if s.pins.stable(g) {
+			return a, err
+		}
+		runtime.Gosched()
+	}
+}
+
+// storedAttr returns an inode's attributes as the store has them.
+func (s *Store) storedAttr(ino uint64) (a Attr, err error) {
 	a, ok, gen := s.attrs.get(ino)
 	if ok {
 		return a, nil

@@ -397,6 +397,9 @@ func (s *Store) replaceRemote(actor *Actor, ino uint64, size uint64, mtime int64
 	b := s.db.NewBatch()
 	defer b.Close()
 	wasBlob := a.Flags&FlagBlob != 0
+	if wasBlob && s.pins.get(ino) != nil {
+		return Attr{}, ErrBusy // open for passthrough I/O: it must stay a blob
+	}
 	if wasBlob { // the blob goes once the batch committed
 		a.Flags &^= FlagBlob
 	} else if err := s.truncate(b, &a, 0); err != nil {

@@ -86,3 +86,10 @@ func (x Session) ReplaceRemote(ino uint64, size uint64, mtime int64, o Origin) (
 func (x Session) CopyRange(src uint64, srcOff int64, dst uint64, dstOff int64, n int64, kill func(gid uint32) bool) (int64, bool, error) {
 	return x.s.copyRange(x.a, src, srcOff, dst, dstOff, n, kill)
 }
+
+// UnpinBlob is Store.UnpinBlob; what the kernel wrote is journaled as the
+// session's actor's.
+func (x Session) UnpinBlob(ino uint64, write bool) error { return x.s.unpinBlob(x.a, ino, write) }
+
+// SyncPinned is Store.SyncPinned for the session's actor.
+func (x Session) SyncPinned(ino uint64) error { return x.s.syncPinned(x.a, ino) }

@@ -30,7 +30,9 @@ import (
 //	   version 1 store needs no rewrite (its attributes decode as flags 0)
 //	3: big files keep their data in blobs/ (FlagBlob); older stores have
 //	   none and need no rewrite
-const FormatVersion = 3
+//	4: blobs pinned for passthrough writes carry FlagWriting (their size
+//	   is taken from the blob after a crash); older stores have none
+const FormatVersion = 4
 
 // RootIno is the inode number of the root directory.
 const RootIno = 1
@@ -102,6 +104,7 @@ type Store struct {
 
 	blobs         blobStore
 	blobThreshold uint64
+	pins          pins // blobs open for passthrough I/O
 
 	// inUse reports whether something outside the store (the kernel) still
 	// references an inode, so that an unlinked inode must be kept as an orphan.
@@ -161,6 +164,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize)}
 	s.blobs = blobStore{dir: filepath.Join(dir, "blobs"), noSync: opts.NoSync, open: make(map[uint64]*openBlob), dirty: make(map[uint64]struct{})}
+	s.pins.m = make(map[uint64]*pin)
 	switch {
 	case opts.BlobThreshold == 0:
 		s.blobThreshold = DefaultBlobThreshold
@@ -442,7 +446,10 @@ func (s *Store) Close() error {
 	s.cancel()
 	s.flusherWG.Wait()
 	s.releaseCache()
-	err := s.Sync()
+	err := s.unpinAll()
+	if serr := s.Sync(); err == nil {
+		err = serr
+	}
 	s.blobs.closeAll()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
@@ -483,6 +490,7 @@ func (s *Store) Sync() error {
 	s.unsynced.Store(false)
 	// Blobs first: a size that Pebble makes durable must not point past
 	// data that is not.
+	s.writingPinned()
 	if err := s.blobs.sync(); err != nil {
 		s.unsynced.Store(true)
 		return err

@@ -1,0 +1,136 @@
+package fs
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Passthrough. A file whose data is a blob (a file of its own under the
+// store, see kv/blob.go) is opened with FOPEN_PASSTHROUGH: the kernel reads
+// and writes (and maps) the blob file itself, with no READ or WRITE
+// request, no copy through the daemon, and the host file system's page
+// cache. The store merges the blob's size and times into the file's
+// attributes while it is open, and records them at fsync and at the last
+// close (kv.Store.PinBlob).
+//
+// The kernel refuses (EIO) to open an inode for passthrough while it has
+// a cached open, and the reverse, and wants one backing file per inode.
+// So an inode's opens are all passthrough or all cached: a blob is opened
+// for passthrough unless a cached handle of it is open (one opened while
+// the file was small, or since); its passthrough opens share one backing
+// id, registered with the first and unregistered with the last. The
+// decision and the handle's registration happen under ptMu, so that two
+// opens cannot decide differently.
+
+// ptFile is an inode open for passthrough.
+type ptFile struct {
+	n  int   // passthrough handles
+	id int32 // the kernel's backing id
+}
+
+// openPassthrough opens ino (attributes a) for passthrough if it can, and
+// returns the handle and the backing id. The caller holds ptMu.
+func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uint64, id int32, ok bool) {
+	if !f.ptOn || a.Flags&kv.FlagBlob == 0 || !f.ptAllowed(a) {
+		return 0, 0, false
+	}
+	ino := a.Ino
+	pf := f.pt[ino]
+	if pf == nil && !f.cachedClosed(ino) {
+		return 0, 0, false
+	}
+	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	sess := f.as(h)
+	blob, ok, err := f.store.PinBlob(ino, write)
+	if err != nil {
+		f.log.Warn("fuse: passthrough open failed; opening through the daemon", "ino", ino, "err", err)
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	if pf == nil {
+		id, errno := f.server.RegisterBackingFd(&fuse.BackingMap{Fd: int32(blob.Fd())})
+		if errno != 0 {
+			if err := sess.UnpinBlob(ino, write); err != nil {
+				f.log.Error("fuse: unpinning a blob failed", "ino", ino, "err", err)
+			}
+			if len(f.pt) == 0 {
+				f.ptOn = false
+				f.log.Warn("fuse: the kernel refused a backing file; passthrough is off", "errno", errno)
+			}
+			return 0, 0, false
+		}
+		pf = &ptFile{id: id}
+		f.pt[ino] = pf
+	}
+	pf.n++
+	fh = f.newHandle(ino, flags)
+	hd := f.handle(fh)
+	hd.pt, hd.ptWrite, hd.sess = true, write, sess
+	if write {
+		hd.dirty = true // the kernel writes; the store learns what at release
+	}
+	return fh, pf.id, true
+}
+
+// ptAllowed tells whether a blob may be opened for passthrough at all: not
+// if a write must clear its setuid or setgid bit or file capabilities
+// (security.capability), which only the daemon does (the kernel's
+// passthrough write clears them on the blob file, not on the file). Read
+// and write opens decide alike, since an inode's opens cannot mix.
+func (f *FS) ptAllowed(a *kv.Attr) bool {
+	if a.Mode&(kv.S_ISUID|kv.S_ISGID) != 0 {
+		return false
+	}
+	_, err := f.store.GetXattr(a.Ino, "security.capability")
+	return err == kv.ErrNoData
+}
+
+// releaseWait bounds how long an open waits for the RELEASE of a cached
+// handle of the same inode. The kernel sends RELEASE in the background
+// after close(2) returns, so the next open of a file just written (dd,
+// then cat) often arrives first, although the kernel has already let the
+// handle go and would accept passthrough.
+const releaseWait = 2 * time.Millisecond
+
+// cachedClosed tells whether ino has no cached handle open, waiting up to
+// releaseWait for their RELEASEs. The caller holds ptMu (which releases
+// of cached handles do not take).
+func (f *FS) cachedClosed(ino uint64) bool {
+	deadline := time.Now().Add(releaseWait)
+	for {
+		f.mu.Lock()
+		n := f.opens[ino]
+		f.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// releasePassthrough ends handle h's passthrough: the store records what
+// the kernel changed, and the last one gives the backing id back.
+func (f *FS) releasePassthrough(h *handle) {
+	f.ptMu.Lock()
+	defer f.ptMu.Unlock()
+	if err := h.sess.UnpinBlob(h.ino, h.ptWrite); err != nil {
+		f.log.Error("fuse: recording a passthrough file's changes failed", "ino", h.ino, "err", err)
+	}
+	pf := f.pt[h.ino]
+	if pf == nil {
+		return
+	}
+	if pf.n--; pf.n == 0 {
+		delete(f.pt, h.ino)
+		if errno := f.server.UnregisterBackingFd(pf.id); errno != 0 {
+			f.log.Warn("fuse: releasing a backing file failed", "ino", h.ino, "errno", errno)
+		}
+	}
+}
