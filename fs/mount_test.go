@@ -271,9 +271,23 @@ func TestCrashKeepsClosedAndSyncedFiles(t *testing.T) {
 				}
 				data := content(round, i)
 				half := len(data) / 2
+				if i%5 == 0 {
+					// A blob (past 1 MiB) before the second half, which
+					// a second open appends: the kernel writes it into
+					// the blob itself (passthrough).
+					half = min(len(data), 1<<20+4096)
+				}
 				if _, err := f.Write(data[:half]); err != nil {
 					f.Close()
 					return
+				}
+				if i%5 == 0 {
+					if f.Close() != nil {
+						return
+					}
+					if f, err = os.OpenFile(f.Name(), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+						return
+					}
 				}
 				if _, err := f.Write(data[half:]); err != nil {
 					f.Close()
@@ -493,4 +507,88 @@ func TestMountOverDeadMount(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(m.Dir, "f")); err != nil || string(got) != "kept" {
 		t.Fatalf("after remounting over the dead mount: %q, %v", got, err)
 	}
+}
+
+// A big file opened again is read and written by the kernel directly
+// (passthrough): the daemon sees no READ or WRITE for it. What such a
+// writer wrote more than 100 ms before the daemon is killed is there after
+// the restart although the file was never closed (the store takes the
+// size from the blob), and shared mappings and appends reach the blob.
+func TestPassthroughWritesSurviveKill(t *testing.T) {
+	requireRoot(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store, "--debug")
+	p := filepath.Join(m.Dir, "big")
+	first := bytes.Repeat([]byte("first-"), 400_000) // 2.4 MB: a blob
+	if err := os.WriteFile(p, first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the RELEASE of the cached handle
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	more := bytes.Repeat([]byte("more-"), 200_000)
+	if _, err := f.Write(more); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(mem, "mapped")
+	syscall.Munmap(mem)
+	want := append(append([]byte("mapped"), first[6:]...), more...)
+	if fi, err := os.Stat(p); err != nil || fi.Size() != int64(len(want)) {
+		t.Fatalf("stat while open: %v, %v; want size %d", fi.Size(), err, len(want))
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read while open: %d bytes, %v; first difference at %d", len(got), err, firstDiff(got, want))
+	}
+	log := m.Log()
+	opens := strings.Count(log, "PASSTHROUGH}")
+	ino := ""
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "PASSTHROUGH}") {
+			break
+		}
+		if i := strings.Index(line, "rx "); i >= 0 && strings.Contains(line, ": OPEN n") {
+			ino = strings.Fields(line[strings.Index(line, "OPEN ")+5:])[0]
+		}
+	}
+	if opens == 0 || ino == "" {
+		t.Fatalf("no open was passthrough (%d), daemon log:\n%s", opens, log)
+	}
+	after := log[strings.Index(log, "PASSTHROUGH}"):]
+	for _, op := range []string{"WRITE " + ino + " ", "READ " + ino + " "} {
+		if strings.Contains(after, op) {
+			t.Fatalf("the daemon saw %q after the passthrough open", op)
+		}
+	}
+	// Reading it again recorded the size so far (the reader's close);
+	// what follows only the blob has until the writer closes.
+	tail := bytes.Repeat([]byte("tail-"), 1000)
+	if _, err := f.Write(tail); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, tail...)
+	time.Sleep(300 * time.Millisecond)
+	m.Kill(t)
+	f.Close()
+	m.Remount(t)
+	got, err = os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after the kill: %d bytes (want %d), %v; first difference at %d", len(got), len(want), err, firstDiff(got, want))
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

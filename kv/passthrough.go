@@ -117,9 +117,7 @@ func (s *Store) PinBlob(ino uint64, write bool) (f *os.File, ok bool, err error)
 	}
 	if write && p.writers == 0 && a.Flags&FlagWriting == 0 {
 		// Recorded and with the system before the kernel writes a byte.
-		s.mergePin(&a, p)
-		a.Flags |= FlagWriting
-		if err := s.commitPinned(&a, p, false, nil); err == nil {
+		if err := s.commitPinned(&a, p, setWriting, nil); err == nil {
 			err = s.flushNow()
 		}
 		if err != nil {
@@ -209,8 +207,11 @@ func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 	}
 	a, err := s.storedAttr(ino)
 	if err == nil {
-		clearWriting := p.writers == 0 && a.Flags&FlagWriting != 0
-		err = s.commitPinned(&a, p, clearWriting, actor)
+		writing := keepWriting
+		if p.writers == 0 {
+			writing = clearWriting
+		}
+		err = s.commitPinned(&a, p, writing, actor)
 	} else if err == ErrNotFound {
 		err = nil // deleted meanwhile
 	}
@@ -238,21 +239,32 @@ func (s *Store) syncPinned(actor *Actor, ino uint64) error {
 	if p.writers > 0 {
 		s.blobs.written(ino)
 	}
-	return s.commitPinned(&a, p, false, actor)
+	return s.commitPinned(&a, p, keepWriting, actor)
 }
 
-// commitPinned merges the blob's changes into the stored attributes a and
-// commits them if anything changed (or clearWriting), with a write record
-// when the data did; then the blob's state is what the store has seen.
-// Not before: a reader between the two would take the old attributes as
-// having seen the blob's news. The caller holds the lock.
-func (s *Store) commitPinned(a *Attr, p *pin, clearWriting bool, actor *Actor) error {
+// What commitPinned does with FlagWriting.
+const (
+	keepWriting = iota
+	setWriting
+	clearWriting
+)
+
+// commitPinned merges the blob's changes into the stored attributes a,
+// sets or clears FlagWriting as writing says, and commits a if anything
+// changed, with a write record when the data did; then the blob's state is
+// what the store has seen. Not before: a reader between the two would
+// take the old attributes as having seen the blob's news. The caller
+// holds the lock.
+func (s *Store) commitPinned(a *Attr, p *pin, writing int, actor *Actor) error {
 	old := *a
 	st, data, err := s.mergeBlob(a, p)
 	if err != nil {
 		return err
 	}
-	if clearWriting {
+	switch writing {
+	case setWriting:
+		a.Flags |= FlagWriting
+	case clearWriting:
 		a.Flags &^= FlagWriting
 	}
 	// Readers retry across the commit and the new seen (see pins.seq).
@@ -396,7 +408,7 @@ func (s *Store) unpinAll() error {
 		if p := s.pins.get(ino); p != nil {
 			a, aerr := s.storedAttr(ino)
 			if aerr == nil {
-				aerr = s.commitPinned(&a, p, a.Flags&FlagWriting != 0, nil)
+				aerr = s.commitPinned(&a, p, clearWriting, nil)
 			} else if aerr == ErrNotFound {
 				aerr = nil
 			}
