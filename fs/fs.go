@@ -71,8 +71,8 @@ type handle struct {
 	pt, ptWrite bool
 	sess        kv.Session
 	mu          sync.Mutex // guards the fields below
-	wrote     bool
-	dirty     bool // wrote since open
+	wrote       bool
+	dirty       bool // wrote since open
 }
 
 // New returns the file system for store.
