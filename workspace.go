@@ -47,6 +47,9 @@ type MountOptions struct {
 	HTTPClient *http.Client
 	// NoJournal keeps no journal: for measuring what the journal costs.
 	NoJournal bool
+	// NoPassthrough sends every read and write of big files through the
+	// daemon too (fs.Config.NoPassthrough): for measuring passthrough.
+	NoPassthrough bool
 	// Sandbox enables the sandbox exec backend (nil: only the shell fast
 	// path). The program must call sandbox.Init first in main.
 	Sandbox *SandboxOptions
@@ -127,7 +130,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	}
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
-		Config:  fs.Config{Logger: opts.Logger, Written: w.written},
+		Config:  fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})
