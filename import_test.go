@@ -2,6 +2,7 @@ package computerfs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -334,6 +337,19 @@ func TestRefreshMounted(t *testing.T) {
 	if log := run(t, filepath.Join(m.Dir, "repo"), "git", "log", "-1", "--format=%s"); log != "upstream v2\n" {
 		t.Fatalf("git log after refresh: %q", log)
 	}
+	// The refresh's changes are journaled as the refresh, with its id.
+	first := requestsOf(t, bin, m, "refresh")
+	if len(first) != 1 {
+		t.Fatalf("the refresh's records carry ids %v, want one", first)
+	}
+	for id, paths := range first {
+		if n, err := strconv.ParseUint(id, 10, 64); err != nil || n == 0 || !slices.Contains(paths, "/data/data.csv") {
+			t.Fatalf("refresh #%s changed %v: want a positive id and /data/data.csv among them", id, paths)
+		}
+		if out := run(t, m.Dir, bin, "log", "-w", m.Dir, "--path", "/data/data.csv"); !strings.Contains(out, "refresh /data/data.csv size=10 by refresh #"+id+"\n") {
+			t.Fatalf("computerfs log --path /data/data.csv:\n%s", out)
+		}
+	}
 
 	// A local edit is kept and reported; exit status 3.
 	if err := os.WriteFile(filepath.Join(m.Dir, "repo/main.go"), []byte("agent's edit\n"), 0o644); err != nil {
@@ -348,10 +364,35 @@ func TestRefreshMounted(t *testing.T) {
 	if got := read("repo/main.go"); got != "agent's edit\n" {
 		t.Fatalf("refresh overwrote a local edit: %q", got)
 	}
+	// The second refresh (it fetched) has an id of its own.
+	if second := requestsOf(t, bin, m, "refresh"); len(second) != 2 {
+		t.Fatalf("two refreshes journaled with ids %v, want two ids", second)
+	}
 	out, err = exec.Command(bin, "status", "-w", m.Dir).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "/repo") || !strings.Contains(string(out), "s3://"+bucket+"/p/") {
 		t.Fatalf("computerfs status: %v\n%s", err, out)
 	}
+}
+
+// requestsOf returns the paths of the journal's records made by entry
+// (refresh, sync...), by request id, as `computerfs log --json` shows them.
+func requestsOf(t *testing.T, bin string, m *testmount.Mount, entry string) map[string][]string {
+	t.Helper()
+	out := run(t, m.Dir, bin, "log", "-w", m.Dir, "--json")
+	ids := map[string][]string{}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var e LogEntry
+		if err := dec.Decode(&e); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("computerfs log --json: %v\n%s", err, out)
+		}
+		if e.Actor.Entry == entry {
+			ids[e.Actor.Request] = append(ids[e.Actor.Request], e.Path)
+		}
+	}
+	return ids
 }
 
 // TestImportInterrupted stops `computerfs import` midway, by SIGINT (it
