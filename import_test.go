@@ -540,6 +540,21 @@ func TestJournalOnMount(t *testing.T) {
 	if got := log("--since", "5"); !strings.HasPrefix(got, "5 create /shared/by-user") {
 		t.Fatalf("--since 5:\n%s", got)
 	}
+	// --since a duration back from now, and an RFC 3339 time (records at
+	// or after it: here the time of record 4, to the nanosecond).
+	if got := log("--since", "10m"); strings.Count(got, "\n")+1 != 6 {
+		t.Fatalf("--since 10m:\n%s", got)
+	}
+	if got := log("--since", "1ms"); got != "" {
+		t.Fatalf("--since 1ms (everything is older):\n%s", got)
+	}
+	var rec4 LogEntry
+	if err := json.NewDecoder(strings.NewReader(run(t, m.Dir, bin, "log", "-w", m.Dir, "--since", "4", "--json"))).Decode(&rec4); err != nil || rec4.Seq != 4 {
+		t.Fatalf("record 4: %+v, %v", rec4, err)
+	}
+	if got := log("--since", rec4.Time.Format(time.RFC3339Nano)); !strings.HasPrefix(got, "4 rename") || strings.Count(got, "\n") != 2 {
+		t.Fatalf("--since %s (record 4's time):\n%s", rec4.Time.Format(time.RFC3339Nano), got)
+	}
 
 	// Crash: files made right up to the kill each have their record.
 	run(t, m.Dir, "sh", "-c", "mkdir c && for i in $(seq 200); do echo $i > c/f$i; done")
