@@ -57,6 +57,9 @@ type Options struct {
 	// Tick is how often the background loop looks for work (default a
 	// quarter of Debounce, between 20 ms and 1 s).
 	Tick time.Duration
+	// TrimEvery is how often the background loop trims the journal
+	// (default a minute).
+	TrimEvery time.Duration
 }
 
 // Syncer writes changes back to the sources of one workspace.
@@ -193,6 +196,9 @@ func New(opts Options) (*Syncer, error) {
 	if opts.Tick <= 0 {
 		opts.Tick = min(max(opts.Debounce/4, 20*time.Millisecond), time.Second)
 	}
+	if opts.TrimEvery <= 0 {
+		opts.TrimEvery = time.Minute
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
@@ -321,7 +327,7 @@ func (s *Syncer) cycle(ctx context.Context) {
 		}
 		s.pass(ctx, src, false)
 	}
-	if now.Sub(s.lastTrim) >= time.Minute {
+	if now.Sub(s.lastTrim) >= s.opts.TrimEvery {
 		s.lastTrim = now
 		s.forgetCloses(now)
 		if _, err := s.Trim(now); err != nil {
