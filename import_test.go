@@ -112,6 +112,42 @@ func TestImportAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestImportIntoEmptyDir: a store directory made beforehand (empty) is
+// left as it was by a failed import, and becomes the store when an import
+// succeeds.
+func TestImportIntoEmptyDir(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(store, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	bad := parseSpec(t, "sources:\n  - path: /first\n    content: x\n  - path: /n\n    dir: /nonexistent/dir\n")
+	if _, err := doImport(t, bad, store); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("import of a missing directory: %v", err)
+	}
+	fi, err := os.Stat(store)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("the store directory after a failed import: %v, %v (want it as it was, mode 0750)", fi, err)
+	}
+	if ents, err := os.ReadDir(store); err != nil || len(ents) != 0 {
+		t.Fatalf("the store directory after a failed import holds %v, %v", ents, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(store)); len(ents) != 1 {
+		t.Fatalf("a failed import left %v beside the store", ents)
+	}
+	good := parseSpec(t, "sources:\n  - path: /a\n    content: one\n")
+	if done, err := doImport(t, good, store); err != nil || !done {
+		t.Fatalf("import into the empty directory: %v, %v", done, err)
+	}
+	st, err := kv.Open(store, kv.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if d, err := wsfs.New(st, wsfs.Owner{}).ReadFile("/a"); err != nil || string(d) != "one" {
+		t.Fatalf("imported file: %q %v", d, err)
+	}
+}
+
 func run(t testing.TB, dir string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
