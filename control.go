@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/computerfs/computerfs/kv"
@@ -151,8 +153,16 @@ func (w *Workspace) Refresh(ctx context.Context) (sources.RefreshReport, error) 
 	}
 	w.refreshMu.Lock()
 	defer w.refreshMu.Unlock()
-	r := &sources.Refresher{FS: w.FS.As(kv.Actor{Entry: "refresh"}), Spec: w.spec, Log: w.log, HTTPClient: w.httpClient}
+	r := &sources.Refresher{FS: w.FS.As(refreshActor()), Spec: w.spec, Log: w.log, HTTPClient: w.httpClient}
 	return r.Run(ctx)
+}
+
+// refreshSeq numbers refreshes (from 1 in each process, as execSeq numbers
+// the shell's commands): a refresh's changes are journaled as "refresh #N".
+var refreshSeq atomic.Uint64
+
+func refreshActor() kv.Actor {
+	return kv.Actor{Entry: "refresh", Request: strconv.FormatUint(refreshSeq.Add(1), 10)}
 }
 
 // Client talks to a running workspace's daemon.
@@ -231,6 +241,6 @@ func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources
 		return sources.RefreshReport{}, errors.New("the store was not imported from a spec: no sources to refresh")
 	}
 	st.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
-	r := &sources.Refresher{FS: newFS(st).As(kv.Actor{Entry: "refresh"}), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
+	r := &sources.Refresher{FS: newFS(st).As(refreshActor()), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
 	return r.Run(ctx)
 }

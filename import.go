@@ -90,7 +90,10 @@ func Import(ctx context.Context, opts ImportOptions) (imported bool, err error) 
 		}
 		return false, err
 	}
-	if err := os.Rename(stage, dir); err != nil {
+	// rename(2), not os.Rename: it replaces an empty directory (one the
+	// user made for the store), which os.Rename refuses.
+	if err := syscall.Rename(stage, dir); err != nil {
+		err = &os.LinkError{Op: "rename", Old: stage, New: dir, Err: err}
 		os.RemoveAll(stage)
 		return false, fmt.Errorf("store %s: %w (did something create it during the import?)", dir, err)
 	}
@@ -102,16 +105,15 @@ func Import(ctx context.Context, opts ImportOptions) (imported bool, err error) 
 }
 
 // alreadyImported tells whether dir holds a store imported from a spec. A
-// missing or empty dir is not; a store made some other way is an error.
+// missing or empty dir is not (an empty one is left in place until the
+// import is complete: the rename replaces it, and a failed import leaves
+// it as it was); a store made some other way is an error.
 func alreadyImported(dir string, opts ImportOptions) (bool, error) {
 	if err := kv.CheckDir(dir); err != nil {
 		return false, err
 	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) || err == nil && len(entries) == 0 {
-		if err == nil {
-			os.Remove(dir) // an empty directory: the rename replaces it
-		}
 		return false, nil
 	}
 	if err != nil {

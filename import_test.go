@@ -2,6 +2,7 @@ package computerfs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,6 +109,42 @@ func TestImportAllOrNothing(t *testing.T) {
 	st.Close()
 	if _, err := doImport(t, good, plain); !errors.Is(err, ErrNotImported) {
 		t.Fatalf("import into a store made without a spec: %v", err)
+	}
+}
+
+// TestImportIntoEmptyDir: a store directory made beforehand (empty) is
+// left as it was by a failed import, and becomes the store when an import
+// succeeds.
+func TestImportIntoEmptyDir(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(store, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	bad := parseSpec(t, "sources:\n  - path: /first\n    content: x\n  - path: /n\n    dir: /nonexistent/dir\n")
+	if _, err := doImport(t, bad, store); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("import of a missing directory: %v", err)
+	}
+	fi, err := os.Stat(store)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("the store directory after a failed import: %v, %v (want it as it was, mode 0750)", fi, err)
+	}
+	if ents, err := os.ReadDir(store); err != nil || len(ents) != 0 {
+		t.Fatalf("the store directory after a failed import holds %v, %v", ents, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(store)); len(ents) != 1 {
+		t.Fatalf("a failed import left %v beside the store", ents)
+	}
+	good := parseSpec(t, "sources:\n  - path: /a\n    content: one\n")
+	if done, err := doImport(t, good, store); err != nil || !done {
+		t.Fatalf("import into the empty directory: %v, %v", done, err)
+	}
+	st, err := kv.Open(store, kv.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if d, err := wsfs.New(st, wsfs.Owner{}).ReadFile("/a"); err != nil || string(d) != "one" {
+		t.Fatalf("imported file: %q %v", d, err)
 	}
 }
 
@@ -334,6 +373,19 @@ func TestRefreshMounted(t *testing.T) {
 	if log := run(t, filepath.Join(m.Dir, "repo"), "git", "log", "-1", "--format=%s"); log != "upstream v2\n" {
 		t.Fatalf("git log after refresh: %q", log)
 	}
+	// The refresh's changes are journaled as the refresh, with its id.
+	first := requestsOf(t, bin, m, "refresh")
+	if len(first) != 1 {
+		t.Fatalf("the refresh's records carry ids %v, want one", first)
+	}
+	for id, paths := range first {
+		if n, err := strconv.ParseUint(id, 10, 64); err != nil || n == 0 || !slices.Contains(paths, "/data/data.csv") {
+			t.Fatalf("refresh #%s changed %v: want a positive id and /data/data.csv among them", id, paths)
+		}
+		if out := run(t, m.Dir, bin, "log", "-w", m.Dir, "--path", "/data/data.csv"); !strings.Contains(out, "refresh /data/data.csv size=10 by refresh #"+id+"\n") {
+			t.Fatalf("computerfs log --path /data/data.csv:\n%s", out)
+		}
+	}
 
 	// A local edit is kept and reported; exit status 3.
 	if err := os.WriteFile(filepath.Join(m.Dir, "repo/main.go"), []byte("agent's edit\n"), 0o644); err != nil {
@@ -348,10 +400,35 @@ func TestRefreshMounted(t *testing.T) {
 	if got := read("repo/main.go"); got != "agent's edit\n" {
 		t.Fatalf("refresh overwrote a local edit: %q", got)
 	}
+	// The second refresh (it fetched) has an id of its own.
+	if second := requestsOf(t, bin, m, "refresh"); len(second) != 2 {
+		t.Fatalf("two refreshes journaled with ids %v, want two ids", second)
+	}
 	out, err = exec.Command(bin, "status", "-w", m.Dir).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "/repo") || !strings.Contains(string(out), "s3://"+bucket+"/p/") {
 		t.Fatalf("computerfs status: %v\n%s", err, out)
 	}
+}
+
+// requestsOf returns the paths of the journal's records made by entry
+// (refresh, sync...), by request id, as `computerfs log --json` shows them.
+func requestsOf(t *testing.T, bin string, m *testmount.Mount, entry string) map[string][]string {
+	t.Helper()
+	out := run(t, m.Dir, bin, "log", "-w", m.Dir, "--json")
+	ids := map[string][]string{}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var e LogEntry
+		if err := dec.Decode(&e); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("computerfs log --json: %v\n%s", err, out)
+		}
+		if e.Actor.Entry == entry {
+			ids[e.Actor.Request] = append(ids[e.Actor.Request], e.Path)
+		}
+	}
+	return ids
 }
 
 // TestImportInterrupted stops `computerfs import` midway, by SIGINT (it
@@ -498,6 +575,21 @@ func TestJournalOnMount(t *testing.T) {
 	}
 	if got := log("--since", "5"); !strings.HasPrefix(got, "5 create /shared/by-user") {
 		t.Fatalf("--since 5:\n%s", got)
+	}
+	// --since a duration back from now, and an RFC 3339 time (records at
+	// or after it: here the time of record 4, to the nanosecond).
+	if got := log("--since", "10m"); strings.Count(got, "\n")+1 != 6 {
+		t.Fatalf("--since 10m:\n%s", got)
+	}
+	if got := log("--since", "1ms"); got != "" {
+		t.Fatalf("--since 1ms (everything is older):\n%s", got)
+	}
+	var rec4 LogEntry
+	if err := json.NewDecoder(strings.NewReader(run(t, m.Dir, bin, "log", "-w", m.Dir, "--since", "4", "--json"))).Decode(&rec4); err != nil || rec4.Seq != 4 {
+		t.Fatalf("record 4: %+v, %v", rec4, err)
+	}
+	if got := log("--since", rec4.Time.Format(time.RFC3339Nano)); !strings.HasPrefix(got, "4 rename") || strings.Count(got, "\n") != 2 {
+		t.Fatalf("--since %s (record 4's time):\n%s", rec4.Time.Format(time.RFC3339Nano), got)
 	}
 
 	// Crash: files made right up to the kill each have their record.

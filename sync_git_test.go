@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,20 @@ func TestSyncGitMounted(t *testing.T) {
 	if gittest.Head(t, repo) != remote("rev-parse", "main") {
 		t.Fatal("HEAD on the mount is not the pushed commit")
 	}
+	// The pass's own writes (the commit's objects, the index, the refs)
+	// are journaled as the syncer's, with the pass's id.
+	passes := requestsOf(t, bin, m, "sync")
+	if len(passes) != 1 {
+		t.Fatalf("the sync's records carry ids %v, want one", passes)
+	}
+	for id, paths := range passes {
+		if n, err := strconv.ParseUint(id, 10, 64); err != nil || n == 0 || !slices.Contains(paths, "/r/.git/index") {
+			t.Fatalf("sync #%s changed %v: want a positive id and /r/.git/index among them", id, paths)
+		}
+		if out := run(t, m.Dir, bin, "log", "-w", m.Dir, "--path", "/r/.git/index"); !strings.Contains(out, "/r/.git/index size=") || !strings.Contains(out, " by sync #"+id+"\n") {
+			t.Fatalf("computerfs log --path /r/.git/index:\n%s", out)
+		}
+	}
 
 	// The agent's own commit is pushed as it is.
 	gittest.Commit(t, repo, map[string]string{"c.txt": "c\n"}, "the agent's commit")
@@ -106,6 +121,9 @@ func TestSyncGitMounted(t *testing.T) {
 	}
 	if out := cli(false, "status"); strings.Contains(out, "conflict") {
 		t.Fatalf("status after resolving:\n%s", out)
+	}
+	if passes := requestsOf(t, bin, m, "sync"); len(passes) < 3 {
+		t.Fatalf("four syncs journaled with ids %v, want an id per pass that wrote", passes)
 	}
 }
 

@@ -97,7 +97,8 @@ func syncSpec(t testing.TB, srv *s3test.Server, bucket, debounce string) string 
 }
 
 // TestSyncMounted: edits through the FUSE mount reach the bucket: a closed
-// file at once (the debounce is an hour), a rename with `computerfs sync`;
+// file at once (the debounce is an hour), an fsynced one too while it is
+// still open, a rename with `computerfs sync`;
 // status shows pending paths and conflicts; sync exits 1 on a conflict.
 func TestSyncMounted(t *testing.T) {
 	srv := s3test.Start(t)
@@ -123,6 +124,28 @@ func TestSyncMounted(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// fsync of a file still open: uploaded without waiting for the
+	// debounce or the close.
+	f, err := os.OpenFile(filepath.Join(data, "fsynced"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("fsynced, still open"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for bucketFiles(t, srv, bucket, "p/")["fsynced"] != "fsynced, still open" {
+		if time.Now().After(deadline) {
+			t.Fatalf("an fsynced file was not uploaded:\n%s", m.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// A rename and a removal wait for the debounce; status shows them.
 	if err := os.Rename(filepath.Join(data, "d/b"), filepath.Join(data, "e")); err != nil {
 		t.Fatal(err)
@@ -145,7 +168,7 @@ func TestSyncMounted(t *testing.T) {
 	// A conflict: reported, exit 1, remote and local untouched, shown by
 	// status until resolved.
 	srv.Put(t, bucket, "p/e", []byte("theirs"))
-	f, err := os.OpenFile(filepath.Join(data, "e"), os.O_WRONLY|os.O_APPEND, 0)
+	f, err = os.OpenFile(filepath.Join(data, "e"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -387,6 +387,12 @@ func (im *Importer) mkdirs(dirs map[string]uint64, rel string) (uint64, error) {
 // Fetcher fetches remote files' content from the sources of a spec. Its
 // Fetch method is a kv.Fetcher.
 type Fetcher struct {
+	// Timeout bounds the fetch of an empty object, the time to its first
+	// byte (0: DefaultFetchTimeout); every MiB of an object adds a second
+	// (a floor rate of 1 MiB/s). A fetch that runs out fails the read
+	// with EIO; the next read tries again. Set it before the first Fetch.
+	Timeout time.Duration
+
 	spec *spec.Spec
 	hc   *http.Client
 
@@ -406,10 +412,17 @@ func NewFetcher(sp *spec.Spec, hc *http.Client) *Fetcher {
 	return &Fetcher{spec: sp, hc: hc, sources: make(map[uint32]*fetchSource)}
 }
 
-// fetchTimeout bounds one fetch: the time to the first byte and a floor
-// rate of 1 MiB/s for the rest.
-func fetchTimeout(size uint64) time.Duration {
-	return 60*time.Second + time.Duration(size>>20)*time.Second
+// DefaultFetchTimeout is a Fetcher's Timeout unless it sets one.
+const DefaultFetchTimeout = 60 * time.Second
+
+// timeout bounds one fetch: the time to the first byte and a floor rate
+// of 1 MiB/s for the rest.
+func (f *Fetcher) timeout(size uint64) time.Duration {
+	d := f.Timeout
+	if d <= 0 {
+		d = DefaultFetchTimeout
+	}
+	return d + time.Duration(size>>20)*time.Second
 }
 
 // Fetch opens the object that o names, on the condition that it still has
@@ -424,7 +437,7 @@ func (f *Fetcher) Fetch(ctx context.Context, ino uint64, o kv.Origin, size uint6
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout(size))
+	ctx, cancel := context.WithTimeout(ctx, f.timeout(size))
 	var body io.ReadCloser
 	if src.getter != nil {
 		body, err = src.getter.get(ctx, o.Key, o.ID)

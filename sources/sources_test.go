@@ -3,6 +3,7 @@ package sources
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -417,13 +419,15 @@ func TestS3FetchFaults(t *testing.T) {
 	srv.SetEnv(t)
 	bucket := srv.NewBucket(t)
 	data := bytes.Repeat([]byte("0123456789"), 20000)
-	for _, k := range []string{"a", "b", "c"} {
+	for _, k := range []string{"a", "b", "c", "d"} {
 		srv.Put(t, bucket, "f/"+k, data)
 	}
 	sp := parse(t, fmt.Sprintf("sources:\n  - path: /d\n    s3: {bucket: %s, prefix: f/, endpoint: %q, path_style: true}\n", bucket, srv.Endpoint))
 	s, fs := mustImport(t, sp, nil)
 	ft := faultnet.New(nil)
-	s.SetFetcher(NewFetcher(sp, ft.Client()).Fetch)
+	fetcher := NewFetcher(sp, ft.Client())
+	fetcher.Timeout = 500 * time.Millisecond // each object is under 1 MiB: the whole bound
+	s.SetFetcher(fetcher.Fetch)
 
 	read := func(p string) error {
 		d, err := fs.ReadFile(p)
@@ -450,6 +454,23 @@ func TestS3FetchFaults(t *testing.T) {
 	}
 	if err := read("/d/b"); err != nil {
 		t.Fatalf("read after a truncated download: %v", err)
+	}
+
+	// A server that does not answer: the fetch times out (not waiting for
+	// the answer), the read fails with EIO, and the next read succeeds.
+	slow := ft.Add(faultnet.Match("GET", "/f/d").Delay(time.Minute).Times(1))
+	start := time.Now()
+	if err := read("/d/d"); err == nil || kv.Errno(unwrap(err)) != 5 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read from a server that does not answer: %v, want EIO from the deadline", err)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond || d > 20*time.Second {
+		t.Fatalf("the read failed after %v, want the 500 ms timeout", d)
+	}
+	if slow.Injected() != 1 {
+		t.Fatalf("%d requests delayed, want 1 (no retry after the deadline)", slow.Injected())
+	}
+	if err := read("/d/d"); err != nil {
+		t.Fatalf("read after a timed-out fetch: %v", err)
 	}
 
 	srv.Put(t, bucket, "f/c", []byte("replaced"))

@@ -392,7 +392,8 @@ func descends(repo *git.Repository, local, old plumbing.Hash) bool {
 }
 
 // syncActor is who the syncer's own writes (a commit's objects, index and
-// refs; remote-tracking refs after a push) are journaled as.
+// refs; remote-tracking refs after a push) are journaled as, with the
+// pass's id as the request.
 var syncActor = kv.Actor{Entry: "sync"}
 
 // RepoConflictRel names a repository source's conflict in meta
@@ -471,8 +472,12 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 	}
 	set := map[string][]byte{}
 	var del []string
+	var pass string
 	if run {
-		res := src.Repo.SyncRepo(ctx, s.fs.As(syncActor), src.Path, worktree || force)
+		pass = s.newPass()
+		actor := syncActor
+		actor.Request = pass
+		res := src.Repo.SyncRepo(ctx, s.fs.As(actor), src.Path, worktree || force)
 		rep.Commit, rep.Committed, rep.Branch, rep.Pushed = res.Commit, res.Changed, res.Branch, res.Pushed
 		switch {
 		case res.Err != nil:
@@ -515,7 +520,7 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 	s.mu.Unlock()
 	s.finish(src, &rep, force)
 	if did {
-		s.opts.Log.Info("synced", "source", src.Path, "commit", rep.Commit, "pushed", rep.Pushed,
+		s.opts.Log.Info("synced", "source", src.Path, "pass", pass, "commit", rep.Commit, "pushed", rep.Pushed,
 			"branch", rep.Branch, "conflicts", len(rep.Conflicts))
 	}
 	for _, e := range rep.Errors {

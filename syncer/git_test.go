@@ -363,14 +363,19 @@ func TestGitPushBackground(t *testing.T) {
 		t.Fatalf("%s commits, want 2", n)
 	}
 	var seqs []uint64
+	passes := map[string]bool{}
 	e.st.ReadJournal(0, func(r kv.Record) bool {
 		if r.Actor.Entry == "sync" {
 			seqs = append(seqs, r.Seq)
+			passes[r.Actor.Request] = true
 		}
 		return true
 	})
 	if len(seqs) == 0 {
 		t.Fatal("the commit was not journaled as the syncer's")
+	}
+	if passes[""] || passes["0"] {
+		t.Fatalf("the background passes' records carry ids %v, want each a pass's positive id", passes)
 	}
 	time.Sleep(300 * time.Millisecond)
 	var after int

@@ -46,6 +46,8 @@ type envOpts struct {
 	partSize int64
 	debounce time.Duration
 	lazy     bool
+	// retention and trimEvery: as Options' Retention and TrimEvery.
+	retention, trimEvery time.Duration
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
@@ -92,6 +94,7 @@ func (e *env) newSyncer(o envOpts) {
 	}
 	e.target = &S3Target{Client: client, Bucket: e.bucket, Mode: o.mode, PartSize: o.partSize}
 	sy, err := New(Options{FS: e.fs, Log: quiet(), Debounce: o.debounce, MinBackoff: 10 * time.Millisecond,
+		Retention: o.retention, TrimEvery: o.trimEvery,
 		Sources: []Source{{Index: 0, Path: "/s", Kind: "s3", Prefix: e.prefix, Target: e.target}}})
 	if err != nil {
 		e.t.Fatal(err)

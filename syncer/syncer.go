@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,9 @@ type Options struct {
 	// Tick is how often the background loop looks for work (default a
 	// quarter of Debounce, between 20 ms and 1 s).
 	Tick time.Duration
+	// TrimEvery is how often the background loop trims the journal
+	// (default a minute).
+	TrimEvery time.Duration
 }
 
 // Syncer writes changes back to the sources of one workspace.
@@ -70,6 +74,12 @@ type Syncer struct {
 	mu       sync.Mutex // guards closed and the sources' status fields
 	closed   map[uint64]int64
 	lastTrim time.Time
+
+	// passes numbers the passes that go to a remote (an S3 pass with
+	// something to put or delete, a git pass that runs), from 1 in each
+	// process: a git pass's own changes to the store are journaled as
+	// "sync #N", and the log's "synced" records name the pass.
+	passes atomic.Uint64
 
 	started    atomic.Bool
 	kick       chan struct{}
@@ -185,6 +195,9 @@ func New(opts Options) (*Syncer, error) {
 	}
 	if opts.Tick <= 0 {
 		opts.Tick = min(max(opts.Debounce/4, 20*time.Millisecond), time.Second)
+	}
+	if opts.TrimEvery <= 0 {
+		opts.TrimEvery = time.Minute
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -314,7 +327,7 @@ func (s *Syncer) cycle(ctx context.Context) {
 		}
 		s.pass(ctx, src, false)
 	}
-	if now.Sub(s.lastTrim) >= time.Minute {
+	if now.Sub(s.lastTrim) >= s.opts.TrimEvery {
 		s.lastTrim = now
 		s.forgetCloses(now)
 		if _, err := s.Trim(now); err != nil {
@@ -351,6 +364,9 @@ func (s *Syncer) Trim(now time.Time) (int, error) {
 	}
 	return n, err
 }
+
+// newPass returns the id of a new pass.
+func (s *Syncer) newPass() string { return strconv.FormatUint(s.passes.Add(1), 10) }
 
 // key is the remote name of rel.
 func (src *source) key(rel string) string { return src.Prefix + rel }
@@ -485,7 +501,9 @@ func (s *Syncer) pass(ctx context.Context, src *source, force bool) SourceReport
 			del = append(del, conflictKey(src.Index, it.change.Rel)) // resolved
 		}
 	}
+	var pass string
 	if len(puts)+len(dels) > 0 {
+		pass = s.newPass()
 		// What the remote gets must survive here first (see GitTarget's
 		// SyncRepo): a crash must not take back a change already uploaded.
 		if err := s.st.Sync(); err != nil {
@@ -570,7 +588,7 @@ func (s *Syncer) pass(ctx context.Context, src *source, force bool) SourceReport
 	s.mu.Unlock()
 	s.finish(src, &rep, force)
 	if did {
-		s.opts.Log.Info("synced", "source", src.Path, "uploaded", len(rep.Uploaded), "deleted", len(rep.Deleted),
+		s.opts.Log.Info("synced", "source", src.Path, "pass", pass, "uploaded", len(rep.Uploaded), "deleted", len(rep.Deleted),
 			"conflicts", len(rep.Conflicts), "errors", len(rep.Errors))
 	}
 	for _, e := range rep.Errors {

@@ -1,0 +1,133 @@
+package computerfs
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/testmount"
+)
+
+// TestParseSince: --since takes a sequence number, a duration back from
+// now or an RFC 3339 time, and refuses anything else.
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 29, 13, 33, 30, 418e6, time.UTC)
+	for _, c := range []struct {
+		in    string
+		after uint64
+		since time.Time
+	}{
+		{"120", 119, time.Time{}},
+		{"1", 0, time.Time{}},
+		{"0", 0, time.Time{}},
+		{"10m", 0, now.Add(-10 * time.Minute)},
+		{"1h30m", 0, now.Add(-90 * time.Minute)},
+		{"250ms", 0, now.Add(-250 * time.Millisecond)},
+		{"2026-11-29T13:00:00Z", 0, time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)},
+		{"2026-11-29T14:00:00.5+01:00", 0, time.Date(2026, 11, 29, 13, 0, 0, 5e8, time.UTC)},
+	} {
+		q, err := ParseSince(c.in, now)
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		if q.After != c.after || !q.Since.Equal(c.since) {
+			t.Errorf("%q: after %d since %v, want after %d since %v", c.in, q.After, q.Since, c.after, c.since)
+		}
+	}
+	for _, bad := range []string{"", "-10m", "0s", "yesterday", "2026-11-29", "2026-11-29 13:00:00", "10 m"} {
+		if q, err := ParseSince(bad, now); err == nil || !strings.Contains(err.Error(), "want a sequence number, a duration (10m) or a time (RFC 3339)") {
+			t.Errorf("%q: %+v, %v; want an error", bad, q, err)
+		}
+	}
+}
+
+// TestLogFollow: `computerfs log --follow` prints what the journal holds,
+// then each new change as it comes (here filtered by --path, as JSON),
+// until it is interrupted; it then exits 0.
+func TestLogFollow(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
+	bin := testmount.Binary(t)
+	if err := os.Mkdir(filepath.Join(m.Dir, "f"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "log", "-w", m.Dir, "--follow", "--json", "--path", "/f")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	entries := make(chan LogEntry, 100)
+	go func() {
+		defer close(entries)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var e LogEntry
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				t.Errorf("log --follow --json printed %q: %v", sc.Text(), err)
+				return
+			}
+			entries <- e
+		}
+	}()
+	next := func(what string) LogEntry {
+		t.Helper()
+		select {
+		case e, ok := <-entries:
+			if !ok {
+				t.Fatalf("log --follow ended before %s:\n%s", what, stderr.String())
+			}
+			return e
+		case <-time.After(20 * time.Second):
+			t.Fatalf("log --follow did not print %s in 20 s", what)
+		}
+		panic("unreachable")
+	}
+	if e := next("the existing record"); e.Op != "mkdir" || e.Path != "/f" {
+		t.Fatalf("first record %+v, want the mkdir of /f", e)
+	}
+	// Changes made while it follows: one outside --path, two inside.
+	if err := os.WriteFile(filepath.Join(m.Dir, "elsewhere"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "f/new"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e := next("the create"); e.Op != "create" || e.Path != "/f/new" || e.Actor.Pid == 0 {
+		t.Fatalf("record %+v, want the create of /f/new by this process", e)
+	}
+	if e := next("the write"); e.Op != "write" || e.Path != "/f/new" || e.Size != 5 {
+		t.Fatalf("record %+v, want the write of /f/new, 5 bytes", e)
+	}
+	if err := os.Rename(filepath.Join(m.Dir, "elsewhere"), filepath.Join(m.Dir, "f/moved")); err != nil {
+		t.Fatal(err)
+	}
+	if e := next("the rename"); e.Op != "rename" || e.Path != "/elsewhere" || e.Path2 != "/f/moved" {
+		t.Fatalf("record %+v, want the rename into /f", e)
+	}
+	// Interrupted, it ends its output and exits 0; it printed nothing else
+	// (no record outside --path, none twice).
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case e, ok := <-entries:
+		if ok {
+			t.Fatalf("log --follow printed %+v, a record outside --path or twice", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("log --follow did not stop on SIGINT")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("log --follow after SIGINT: %v\n%s", err, stderr.String())
+	}
+}
