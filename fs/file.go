@@ -15,11 +15,11 @@ import (
 // mode O_WRONLY) is told to the kernel with FOPEN_NOFLUSH (see openFlags):
 // its writes reach the operating system before they are answered instead
 // of at close.
-func (f *FS) newHandle(ino uint64, flags uint32) uint64 {
+func (f *FS) newHandle(ino uint64, flags uint32, pid uint32) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextFh++
-	f.handles[f.nextFh] = &handle{ino: ino, flushEach: noFlush(flags)}
+	f.handles[f.nextFh] = &handle{ino: ino, flushEach: noFlush(flags), pid: pid}
 	f.opens[ino]++
 	return f.nextFh
 }
@@ -131,7 +131,7 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 		out.OpenFlags = fuse.FOPEN_PASSTHROUGH | fuse.FOPEN_NOFLUSH
 		return fuse.OK
 	}
-	out.Fh = f.newHandle(in.NodeId, in.Flags)
+	out.Fh = f.newHandle(in.NodeId, in.Flags, in.Pid)
 	out.OpenFlags = openFlags(&a, in.Flags)
 	return fuse.OK
 }
@@ -144,7 +144,7 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 		return f.status("create", err)
 	}
 	f.fillEntry(&a, &out.EntryOut)
-	out.Fh = f.newHandle(a.Ino, in.Flags)
+	out.Fh = f.newHandle(a.Ino, in.Flags, in.Pid)
 	out.OpenFlags = openFlags(nil, in.Flags)
 	return fuse.OK
 }
@@ -156,7 +156,7 @@ func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Create
 		return f.status("tmpfile", err)
 	}
 	f.fillEntry(&a, &out.EntryOut)
-	out.Fh = f.newHandle(a.Ino, in.Flags)
+	out.Fh = f.newHandle(a.Ino, in.Flags, in.Pid)
 	out.OpenFlags = openFlags(nil, in.Flags)
 	return fuse.OK
 }

@@ -66,6 +66,7 @@ type handle struct {
 	// flushEach: each write is flushed before it is answered (a write-only
 	// handle, opened with FOPEN_NOFLUSH: its close sends no FLUSH)
 	flushEach bool
+	pid       uint32 // the process that opened it
 	// pt: the kernel reads and writes the inode's blob itself; ptWrite:
 	// for writing; sess: who opened it, for the journal record at release
 	pt, ptWrite bool

@@ -1,6 +1,9 @@
 package fs
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"syscall"
 	"time"
 
@@ -67,7 +70,7 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uin
 		f.pt[ino] = pf
 	}
 	pf.n++
-	fh = f.newHandle(ino, flags)
+	fh = f.newHandle(ino, flags, h.Pid)
 	hd := f.handle(fh)
 	hd.pt, hd.ptWrite, hd.sess = true, write, sess
 	if write {
@@ -96,17 +99,31 @@ func (f *FS) ptAllowed(a *kv.Attr) bool {
 // handle go and would accept passthrough.
 const releaseWait = 2 * time.Millisecond
 
-// cachedClosed tells whether ino has no cached handle open, waiting up to
-// releaseWait for their RELEASEs. The caller holds ptMu (which releases
-// of cached handles do not take).
+// cachedClosed tells whether ino has no cached handle open. While the
+// processes that opened those handles have all exited (the handles are
+// closed, their RELEASEs on the way) it waits up to releaseWait for them;
+// a live opener may well still use its handle, and then it does not wait.
+// The caller holds ptMu (which releases of cached handles do not take).
 func (f *FS) cachedClosed(ino uint64) bool {
 	deadline := time.Now().Add(releaseWait)
 	for {
+		var pids []uint32
 		f.mu.Lock()
-		n := f.opens[ino]
+		if f.opens[ino] > 0 {
+			for _, h := range f.handles {
+				if h.ino == ino {
+					pids = append(pids, h.pid)
+				}
+			}
+		}
 		f.mu.Unlock()
-		if n == 0 {
+		if len(pids) == 0 {
 			return true
+		}
+		for _, pid := range pids {
+			if pid == 0 || !exited(pid) {
+				return false // alive (or unknown): its handle may be in use
+			}
 		}
 		if time.Now().After(deadline) {
 			return false
@@ -133,4 +150,19 @@ func (f *FS) releasePassthrough(h *handle) {
 			f.log.Warn("fuse: releasing a backing file failed", "ino", h.ino, "errno", errno)
 		}
 	}
+}
+
+// exited tells whether process pid has exited (a zombie's files are closed
+// too).
+func exited(pid uint32) bool {
+	if syscall.Kill(int(pid), 0) == syscall.ESRCH {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
