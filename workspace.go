@@ -50,6 +50,9 @@ type MountOptions struct {
 	// NoPassthrough sends every read and write of big files through the
 	// daemon too (fs.Config.NoPassthrough): for measuring passthrough.
 	NoPassthrough bool
+	// NoPassthroughCreates: files created with O_TRUNC stay in chunks
+	// until they grow big (fs.Config.NoPassthroughCreates).
+	NoPassthroughCreates bool
 	// Sandbox enables the sandbox exec backend (nil: only the shell fast
 	// path). The program must call sandbox.Init first in main.
 	Sandbox *SandboxOptions
@@ -130,7 +133,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	}
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
-		Config:  fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough},
+		Config:  fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})

@@ -144,6 +144,17 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 		return f.status("create", err)
 	}
 	f.fillEntry(&a, &out.EntryOut)
+	if f.ptCreates && in.Flags&syscall.O_TRUNC != 0 {
+		// Written whole, maybe big (dd, cp, a compiler's output, a shell
+		// redirection): a blob from the start, written by the kernel.
+		f.ptMu.Lock()
+		defer f.ptMu.Unlock()
+		if fh, id, ok := f.createPassthrough(&in.InHeader, &a, in.Flags); ok {
+			out.Fh, out.BackingID = fh, id
+			out.OpenFlags = fuse.FOPEN_PASSTHROUGH | fuse.FOPEN_NOFLUSH
+			return fuse.OK
+		}
+	}
 	out.Fh = f.newHandle(a.Ino, in.Flags, in.Pid)
 	out.OpenFlags = openFlags(nil, in.Flags)
 	return fuse.OK

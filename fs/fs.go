@@ -25,6 +25,11 @@ type Config struct {
 	// NoPassthrough keeps every read and write going through the daemon,
 	// blobs included (see passthrough.go).
 	NoPassthrough bool
+	// NoPassthroughCreates leaves files created with O_TRUNC in chunks
+	// until they grow big, so that their first writer goes through the
+	// daemon; by default they are blobs from their first byte, written by
+	// the kernel (see createPassthrough).
+	NoPassthroughCreates bool
 }
 
 // ioBlockSize is st_blksize: the I/O size that cp, cat and friends use.
@@ -46,10 +51,11 @@ type FS struct {
 	cursors dirCursors // where READDIRs resume
 
 	// passthrough: blobs opened for the kernel's direct I/O
-	ptMu  sync.Mutex // serialises opens of regular files and passthrough releases
-	ptOn  bool       // guarded by ptMu
-	pt    map[uint64]*ptFile
-	ptOff bool // Config.NoPassthrough
+	ptMu      sync.Mutex // serialises opens of regular files and passthrough releases
+	ptOn      bool       // guarded by ptMu
+	pt        map[uint64]*ptFile
+	ptOff     bool // Config.NoPassthrough
+	ptCreates bool // !Config.NoPassthroughCreates
 
 	server  *fuse.Server
 	actors  actorCache
@@ -96,6 +102,7 @@ func New(store *kv.Store, cfg Config) *FS {
 		dirtyInos:     make(map[uint64]bool),
 		pt:            make(map[uint64]*ptFile),
 		ptOff:         cfg.NoPassthrough,
+		ptCreates:     !cfg.NoPassthroughCreates,
 	}
 	store.SetInUse(f.inUse)
 	return f

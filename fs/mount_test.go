@@ -509,8 +509,9 @@ func TestMountOverDeadMount(t *testing.T) {
 	}
 }
 
-// A big file opened again is read and written by the kernel directly
-// (passthrough): the daemon sees no READ or WRITE for it. What such a
+// A big file is read and written by the kernel directly (passthrough,
+// from its creation with O_TRUNC, and when opened again): the daemon sees
+// no READ or WRITE for it. What such a
 // writer wrote more than 100 ms before the daemon is killed is there after
 // the restart although the file was never closed (the store takes the
 // size from the blob), and shared mappings and appends reach the blob.
@@ -523,7 +524,7 @@ func TestPassthroughWritesSurviveKill(t *testing.T) {
 	if err := os.WriteFile(p, first, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the RELEASE of the cached handle
+	time.Sleep(50 * time.Millisecond) // the RELEASE of the first handle
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -548,23 +549,12 @@ func TestPassthroughWritesSurviveKill(t *testing.T) {
 		t.Fatalf("read while open: %d bytes, %v; first difference at %d", len(got), err, firstDiff(got, want))
 	}
 	log := m.Log()
-	opens := strings.Count(log, "PASSTHROUGH}")
-	ino := ""
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "PASSTHROUGH}") {
-			break
-		}
-		if i := strings.Index(line, "rx "); i >= 0 && strings.Contains(line, ": OPEN n") {
-			ino = strings.Fields(line[strings.Index(line, "OPEN ")+5:])[0]
-		}
+	if !strings.Contains(log, "PASSTHROUGH") {
+		t.Fatalf("no open was passthrough; daemon log:\n%s", log)
 	}
-	if opens == 0 || ino == "" {
-		t.Fatalf("no open was passthrough (%d), daemon log:\n%s", opens, log)
-	}
-	after := log[strings.Index(log, "PASSTHROUGH}"):]
-	for _, op := range []string{"WRITE " + ino + " ", "READ " + ino + " "} {
-		if strings.Contains(after, op) {
-			t.Fatalf("the daemon saw %q after the passthrough open", op)
+	for _, op := range []string{": WRITE n", ": READ n"} {
+		if strings.Contains(log, op) {
+			t.Fatalf("the daemon saw a request %q; daemon log:\n%s", op, log)
 		}
 	}
 	// Reading it again recorded the size so far (the reader's close);
@@ -591,4 +581,59 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// A file created with O_TRUNC is a blob from its first byte: its first writer is passthrough too (the daemon sees no
+// WRITE), what it wrote survives a SIGKILL before close, and a file that
+// stays small is back in chunks (no blob file) once closed.
+func TestPassthroughCreates(t *testing.T) {
+	requireRoot(t)
+	store := filepath.Join(t.TempDir(), "store")
+	m := testmount.Start(t, store, "--debug")
+	big := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB
+	if err := os.WriteFile(filepath.Join(m.Dir, "big"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	small := []byte("small\n")
+	if err := os.WriteFile(filepath.Join(m.Dir, "small"), small, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(m.Log(), ": WRITE n") {
+		t.Fatalf("the daemon saw WRITEs of files created with O_TRUNC:\n%s", m.Log())
+	}
+	for name, want := range map[string][]byte{"big": big, "small": small} {
+		if got, err := os.ReadFile(filepath.Join(m.Dir, name)); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, %v; want %d", name, len(got), err, len(want))
+		}
+	}
+	blobs := func() int {
+		entries, err := os.ReadDir(filepath.Join(store, "blobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for blobs() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the RELEASEs come after close
+	}
+	if n := blobs(); n != 1 {
+		t.Fatalf("%d blob files, want 1 (the small file back in chunks)", n)
+	}
+
+	f, err := os.OpenFile(filepath.Join(m.Dir, "unclosed"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	m.Kill(t)
+	f.Close()
+	m.Remount(t)
+	if got, err := os.ReadFile(filepath.Join(m.Dir, "unclosed")); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("unclosed after the kill: %d bytes, %v; want %d", len(got), err, len(big))
+	}
 }

@@ -79,6 +79,25 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uin
 	return fh, pf.id, true
 }
 
+// createPassthrough opens the file just created (attributes a) for
+// passthrough, as a blob from its first byte (kv.Store.MakeBlob); one that
+// stays small returns to chunks at its last close. The caller holds ptMu.
+func (f *FS) createPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uint64, id int32, ok bool) {
+	if !f.ptOn || !f.ptAllowed(a) {
+		return 0, 0, false
+	}
+	made, err := f.store.MakeBlob(a.Ino)
+	if err != nil {
+		f.log.Warn("fuse: making a new file a blob failed", "ino", a.Ino, "err", err)
+	}
+	if !made {
+		return 0, 0, false
+	}
+	b := *a
+	b.Flags |= kv.FlagBlob
+	return f.openPassthrough(h, &b, flags)
+}
+
 // ptAllowed tells whether a blob may be opened for passthrough at all: not
 // if a write must clear its setuid or setgid bit or file capabilities
 // (security.capability), which only the daemon does (the kernel's

@@ -45,13 +45,16 @@ func TestPOSIX(t *testing.T) {
 
 // dataLayouts are the ways the mount keeps file data that the suites run
 // against: the default (files up to 1 MiB in Pebble's chunks, bigger ones
-// in blob files), and every file written in a blob.
+// in blob files; files created with O_TRUNC blobs from their first byte,
+// back in chunks at the last close if small), every file written in a
+// blob, and files created with O_TRUNC in chunks until they grow big.
 var dataLayouts = []struct {
 	name string
 	args []string
 }{
 	{"default", nil},
 	{"blobs", []string{"--blob-threshold", "0"}},
+	{"cached-creates", []string{"--passthrough-creates=false"}},
 }
 
 // tmpfsTwin mounts a tmpfs that every user can reach, as the reference.

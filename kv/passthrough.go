@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -217,6 +218,9 @@ func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 	}
 	if p.refs == 0 {
 		s.dropPin(ino, p)
+		if err == nil && a.Flags&FlagBlob != 0 && a.Size < s.blobThreshold {
+			err = s.unblob(&a)
+		}
 	}
 	return err
 }
@@ -467,4 +471,66 @@ func (s *Store) setPinnedContent(actor *Actor, a Attr, data []byte) (Attr, error
 		return Attr{}, err
 	}
 	return a, s.flushNow()
+}
+
+// MakeBlob turns the empty regular file ino into a blob, so that it can
+// be pinned (PinBlob) before its first byte: for a file created to be
+// written whole, which may well grow big (the FUSE server does it for
+// creates with O_TRUNC). It reports false, changing nothing, if ino is not
+// an empty local file or the store keeps no blobs. A blob left smaller
+// than the threshold returns to chunks at its last unpin.
+func (s *Store) MakeBlob(ino uint64) (bool, error) {
+	if s.blobThreshold == math.MaxUint64 {
+		return false, nil
+	}
+	unlock := s.lockInodes(ino)
+	defer unlock()
+	a, err := s.storedAttr(ino)
+	if err != nil || !a.IsRegular() || a.Size != 0 || a.Flags&(FlagBlob|FlagRemote) != 0 {
+		return false, err
+	}
+	// Not toBlob: an empty file has no chunks to move, and a range
+	// deletion per file would pile up tombstones that every read of the
+	// store then steps over.
+	if err := s.blobs.remove(ino); err != nil { // a leftover of a crash
+		return false, err
+	}
+	_, release, err := s.blobs.acquire(ino, true)
+	if err != nil {
+		return false, err
+	}
+	release()
+	s.blobs.written(ino)
+	a.Flags |= FlagBlob
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(attrKey(ino), a.encode(), nil)
+	if err := s.commit(b); err != nil {
+		s.blobs.remove(ino)
+		return false, err
+	}
+	return true, nil
+}
+
+// unblob turns the blob a, no longer pinned and smaller than the
+// threshold, back into chunks (MakeBlob made it a blob before it was
+// written). The content stays; the journal has nothing to record. The
+// caller holds the lock.
+func (s *Store) unblob(a *Attr) error {
+	data := make([]byte, a.Size)
+	if err := s.readBlob(a, 0, data); err != nil {
+		return err
+	}
+	b := s.db.NewBatchWithSize(len(data) + 256)
+	defer b.Close()
+	c := *a
+	c.Flags &^= FlagBlob
+	c.Size, c.Blocks = 0, 0
+	putContent(b, &c, data)
+	b.Set(attrKey(c.Ino), c.encode(), nil)
+	if err := s.commit(b); err != nil {
+		return err
+	}
+	s.dropBlob(c.Ino)
+	return nil
 }

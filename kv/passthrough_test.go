@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -247,4 +248,43 @@ func TestPinnedAtime(t *testing.T) {
 	if st, _ := s.storedAttr(a.Ino); st.Atime != got.Atime {
 		t.Fatalf("recorded atime %d, want %d", st.Atime, got.Atime)
 	}
+}
+
+// MakeBlob makes an empty file a blob before its first byte; pinned and
+// written directly, it stays a blob if it grew past the threshold and is
+// back in chunks, content and all, after its last unpin if not.
+func TestMakeBlob(t *testing.T) {
+	s := newBlobStore(t, t.TempDir()+"/store")
+	for _, n := range []int{10, 300 << 10} {
+		f := mkfile(t, s, RootIno, fmt.Sprintf("f%d", n))
+		if ok, err := s.MakeBlob(f.Ino); err != nil || !ok {
+			t.Fatalf("MakeBlob: %v, %v", ok, err)
+		}
+		if ok, err := s.MakeBlob(f.Ino); err != nil || ok {
+			t.Fatalf("MakeBlob of a blob: %v, %v; want false", ok, err)
+		}
+		if _, ok, err := s.PinBlob(f.Ino, true); err != nil || !ok {
+			t.Fatalf("PinBlob: %v, %v", ok, err)
+		}
+		data := pattern(7, n)
+		if _, err := kernelFile(t, s, f.Ino).WriteAt(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UnpinBlob(f.Ino, true); err != nil {
+			t.Fatal(err)
+		}
+		a := getattr(t, s, f.Ino)
+		if big := n > 100<<10; (a.Flags&FlagBlob != 0) != big || blobExists(t, s, f.Ino) != big {
+			t.Fatalf("%d bytes: blob flag %v, blob file %v; want %v", n, a.Flags&FlagBlob != 0, blobExists(t, s, f.Ino), big)
+		}
+		if got := readAll(t, s, f.Ino); !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: content differs at %d", n, firstDiff(got, data))
+		}
+	}
+	f := mkfile(t, s, RootIno, "written")
+	write(t, s, f.Ino, 0, []byte("x"))
+	if ok, err := s.MakeBlob(f.Ino); err != nil || ok {
+		t.Fatalf("MakeBlob of a file with data: %v, %v; want false", ok, err)
+	}
+	checkInvariants(t, s, checkOpts{})
 }

@@ -157,6 +157,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	debug := fset.Bool("debug", false, "log every FUSE request")
 	blobKiB := fset.Int64("blob-threshold", kv.DefaultBlobThreshold>>10, "size in KiB past which a file's data moves out of Pebble into a file of its own under the store (-1: never)")
 	noJournal := fset.Bool("no-journal", false, "benchmarks only: keep no journal of changes (nothing can be audited or synced)")
+	ptCreates := fset.Bool("passthrough-creates", true, "a file created with O_TRUNC (dd, cp, compilers, shell redirections) is a blob written by the kernel from its first byte, back in chunks at close if small (=false: written through the daemon until it is closed)")
 	noPassthrough := fset.Bool("no-passthrough", false, "read and write big files through the daemon too, not by the kernel directly (FUSE passthrough)")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fset.String("log-format", "text", "log format: text or json")
@@ -223,7 +224,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	ready := readyReporter(*readyFD)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private,
-		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough,
+		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
 		Sandbox: sb,
 	})
 	if err != nil {
