@@ -256,7 +256,9 @@ func (s *Store) readBlob(a *Attr, off int64, dst []byte) error {
 
 // toBlob moves the data of the chunked file a into a new blob, in b: the
 // chunks are deleted and FlagBlob set when b commits. It returns the blob,
-// open, and its release.
+// open, and its release. An empty file has no chunks: it gets no range
+// deletion either (MakeBlob makes one per created file, and every read of
+// the store would step over the tombstones).
 func (s *Store) toBlob(b *pebble.Batch, a *Attr) (*os.File, func(), error) {
 	if err := s.blobs.remove(a.Ino); err != nil { // a leftover of a crash
 		return nil, nil, err
@@ -265,15 +267,26 @@ func (s *Store) toBlob(b *pebble.Batch, a *Attr) (*os.File, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	fail := func(err error) (*os.File, func(), error) {
+	if a.Size > 0 {
+		err = s.moveChunks(b, a, f)
+	}
+	if err != nil {
 		release()
 		s.blobs.remove(a.Ino)
 		return nil, nil, fmt.Errorf("move inode %d to a blob: %w", a.Ino, err)
 	}
+	s.blobs.written(a.Ino)
+	a.Flags |= FlagBlob
+	return f, release, nil
+}
+
+// moveChunks copies the chunks of a into its new blob f, sized to a, and
+// deletes them in b.
+func (s *Store) moveChunks(b *pebble.Batch, a *Attr, f *os.File) error {
 	lo, hi := kindPrefix(a.Ino, kindChunk), prefixEnd(kindPrefix(a.Ino, kindChunk))
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	for it.First(); it.Valid(); it.Next() {
 		off := int64(chunkIndex(it.Key()) * ChunkSize)
@@ -284,19 +297,17 @@ func (s *Store) toBlob(b *pebble.Batch, a *Attr) (*os.File, func(), error) {
 		v = v[:min(uint64(len(v)), a.Size-uint64(off))]
 		if _, err := f.WriteAt(v, off); err != nil {
 			it.Close()
-			return fail(err)
+			return err
 		}
 	}
 	if err := it.Close(); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := extendBlob(f, a.Size); err != nil { // a sparse tail
-		return fail(err)
+		return err
 	}
-	s.blobs.written(a.Ino)
 	b.DeleteRange(lo, hi, nil)
-	a.Flags |= FlagBlob
-	return f, release, nil
+	return nil
 }
 
 // gcBlobs removes blobs that no inode claims: left by a crash between a

@@ -206,16 +206,11 @@ func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 		s.pins.seq.Add(1)
 		defer s.pins.seq.Add(1)
 	}
-	a, err := s.storedAttr(ino)
-	if err == nil {
-		writing := keepWriting
-		if p.writers == 0 {
-			writing = clearWriting
-		}
-		err = s.commitPinned(&a, p, writing, actor)
-	} else if err == ErrNotFound {
-		err = nil // deleted meanwhile
+	writing := keepWriting
+	if p.writers == 0 {
+		writing = clearWriting
 	}
+	a, err := s.commitPin(ino, p, writing, actor)
 	if p.refs == 0 {
 		s.dropPin(ino, p)
 		if err == nil && a.Flags&FlagBlob != 0 && a.Size < s.blobThreshold {
@@ -244,6 +239,20 @@ func (s *Store) syncPinned(actor *Actor, ino uint64) error {
 		s.blobs.written(ino)
 	}
 	return s.commitPinned(&a, p, keepWriting, actor)
+}
+
+// commitPin is commitPinned on ino's stored attributes, which it returns
+// as committed; an inode deleted meanwhile has nothing to commit. The
+// caller holds the lock.
+func (s *Store) commitPin(ino uint64, p *pin, writing int, actor *Actor) (Attr, error) {
+	a, err := s.storedAttr(ino)
+	if err == ErrNotFound {
+		return Attr{}, nil
+	}
+	if err == nil {
+		err = s.commitPinned(&a, p, writing, actor)
+	}
+	return a, err
 }
 
 // What commitPinned does with FlagWriting.
@@ -342,10 +351,11 @@ func (s *Store) pinnedMoved(a *Attr) {
 	}
 	s.pins.seq.Add(1)
 	defer s.pins.seq.Add(1)
-	if st, err := statBlob(p.f); err == nil && st.atime != a.Atime {
-		setBlobAtime(p.f, a.Atime)
+	st, err := statBlob(p.f)
+	if err == nil && st.atime != a.Atime && setBlobAtime(p.f, a.Atime) == nil {
+		st, err = statBlob(p.f) // the new atime, and the ctime it moved
 	}
-	if st, err := statBlob(p.f); err == nil {
+	if err == nil {
 		p.seen = st
 	}
 }
@@ -410,14 +420,8 @@ func (s *Store) unpinAll() error {
 	for _, ino := range inos {
 		unlock := s.lockInodes(ino)
 		if p := s.pins.get(ino); p != nil {
-			a, aerr := s.storedAttr(ino)
-			if aerr == nil {
-				aerr = s.commitPinned(&a, p, clearWriting, nil)
-			} else if aerr == ErrNotFound {
-				aerr = nil
-			}
-			if err == nil {
-				err = aerr
+			if _, perr := s.commitPin(ino, p, clearWriting, nil); err == nil {
+				err = perr
 			}
 			s.dropPin(ino, p)
 		}
@@ -442,35 +446,16 @@ func (s *Store) cutPinned(a *Attr, size uint64) error {
 }
 
 // setPinnedContent is SetContent for a pinned blob: the content is written
-// into the blob in place, so the kernel's open files see it. Unlike
-// SetContent into chunks it is not all or nothing after a crash. The
-// caller holds the lock.
+// into the blob in place (cut, then written as by write), so the kernel's
+// open files see it. Unlike SetContent into chunks it is not all or
+// nothing after a crash. The caller holds the lock.
 func (s *Store) setPinnedContent(actor *Actor, a Attr, data []byte) (Attr, error) {
-	f, release, err := s.blobs.acquire(a.Ino, false)
-	if err != nil {
+	if err := s.cutPinned(&a, 0); err != nil {
 		return Attr{}, err
-	}
-	defer release()
-	fail := func(err error) (Attr, error) {
-		return Attr{}, fmt.Errorf("write blob of inode %d: %w", a.Ino, err)
-	}
-	if err := f.Truncate(0); err != nil {
-		return fail(err)
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		return fail(err)
-	}
-	s.blobs.written(a.Ino)
-	if a.Blocks, err = blocksOf(f); err != nil {
-		return fail(err)
 	}
 	a.Size = 0
-	b := s.db.NewBatch()
-	defer b.Close()
-	if _, err := s.commitWrite(actor, b, &a, uint64(len(data)), nil); err != nil {
-		return Attr{}, err
-	}
-	return a, s.flushNow()
+	a, _, err := s.writeBlob(actor, a, 0, data, nil)
+	return a, err
 }
 
 // MakeBlob turns the empty regular file ino into a blob, so that it can
@@ -489,21 +474,13 @@ func (s *Store) MakeBlob(ino uint64) (bool, error) {
 	if err != nil || !a.IsRegular() || a.Size != 0 || a.Flags&(FlagBlob|FlagRemote) != 0 {
 		return false, err
 	}
-	// Not toBlob: an empty file has no chunks to move, and a range
-	// deletion per file would pile up tombstones that every read of the
-	// store then steps over.
-	if err := s.blobs.remove(ino); err != nil { // a leftover of a crash
-		return false, err
-	}
-	_, release, err := s.blobs.acquire(ino, true)
+	b := s.db.NewBatch()
+	defer b.Close()
+	_, release, err := s.toBlob(b, &a)
 	if err != nil {
 		return false, err
 	}
 	release()
-	s.blobs.written(ino)
-	a.Flags |= FlagBlob
-	b := s.db.NewBatch()
-	defer b.Close()
 	b.Set(attrKey(ino), a.encode(), nil)
 	if err := s.commit(b); err != nil {
 		s.blobs.remove(ino)
