@@ -124,11 +124,7 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 	}
 	f.ptMu.Lock()
 	defer f.ptMu.Unlock()
-	if fh, id, ok := f.openPassthrough(&in.InHeader, &a, in.Flags); ok {
-		// No FLUSH at close: the kernel wrote the blob already, and the
-		// store takes the size at release, or from the blob after a crash.
-		out.Fh, out.BackingID = fh, id
-		out.OpenFlags = fuse.FOPEN_PASSTHROUGH | fuse.FOPEN_NOFLUSH
+	if f.openPassthrough(&in.InHeader, &a, in.Flags, out) {
 		return fuse.OK
 	}
 	out.Fh = f.newHandle(in.NodeId, in.Flags, in.Pid)
@@ -149,9 +145,7 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 		// redirection): a blob from the start, written by the kernel.
 		f.ptMu.Lock()
 		defer f.ptMu.Unlock()
-		if fh, id, ok := f.createPassthrough(&in.InHeader, &a, in.Flags); ok {
-			out.Fh, out.BackingID = fh, id
-			out.OpenFlags = fuse.FOPEN_PASSTHROUGH | fuse.FOPEN_NOFLUSH
+		if f.createPassthrough(&in.InHeader, &a, in.Flags, &out.OpenOut) {
 			return fuse.OK
 		}
 	}

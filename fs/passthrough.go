@@ -35,15 +35,17 @@ type ptFile struct {
 }
 
 // openPassthrough opens ino (attributes a) for passthrough if it can, and
-// returns the handle and the backing id. The caller holds ptMu.
-func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uint64, id int32, ok bool) {
+// then fills out and reports true. No FLUSH at close: the kernel wrote
+// the blob already, and the store takes the size at release, or from the
+// blob after a crash. The caller holds ptMu.
+func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fuse.OpenOut) bool {
 	if !f.ptOn || a.Flags&kv.FlagBlob == 0 || !f.ptAllowed(a) {
-		return 0, 0, false
+		return false
 	}
 	ino := a.Ino
 	pf := f.pt[ino]
 	if pf == nil && !f.cachedClosed(ino) {
-		return 0, 0, false
+		return false
 	}
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	sess := f.as(h)
@@ -52,7 +54,7 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uin
 		f.log.Warn("fuse: passthrough open failed; opening through the daemon", "ino", ino, "err", err)
 	}
 	if !ok {
-		return 0, 0, false
+		return false
 	}
 	if pf == nil {
 		id, errno := f.server.RegisterBackingFd(&fuse.BackingMap{Fd: int32(blob.Fd())})
@@ -64,38 +66,40 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uin
 				f.ptOn = false
 				f.log.Warn("fuse: the kernel refused a backing file; passthrough is off", "errno", errno)
 			}
-			return 0, 0, false
+			return false
 		}
 		pf = &ptFile{id: id}
 		f.pt[ino] = pf
 	}
 	pf.n++
-	fh = f.newHandle(ino, flags, h.Pid)
+	fh := f.newHandle(ino, flags, h.Pid)
 	hd := f.handle(fh)
 	hd.pt, hd.ptWrite, hd.sess = true, write, sess
 	if write {
 		hd.dirty = true // the kernel writes; the store learns what at release
 	}
-	return fh, pf.id, true
+	out.Fh, out.BackingID = fh, pf.id
+	out.OpenFlags = fuse.FOPEN_PASSTHROUGH | fuse.FOPEN_NOFLUSH
+	return true
 }
 
 // createPassthrough opens the file just created (attributes a) for
 // passthrough, as a blob from its first byte (kv.Store.MakeBlob); one that
 // stays small returns to chunks at its last close. The caller holds ptMu.
-func (f *FS) createPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32) (fh uint64, id int32, ok bool) {
+func (f *FS) createPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fuse.OpenOut) bool {
 	if !f.ptOn || !f.ptAllowed(a) {
-		return 0, 0, false
+		return false
 	}
 	made, err := f.store.MakeBlob(a.Ino)
 	if err != nil {
 		f.log.Warn("fuse: making a new file a blob failed", "ino", a.Ino, "err", err)
 	}
 	if !made {
-		return 0, 0, false
+		return false
 	}
 	b := *a
 	b.Flags |= kv.FlagBlob
-	return f.openPassthrough(h, &b, flags)
+	return f.openPassthrough(h, &b, flags, out)
 }
 
 // ptAllowed tells whether a blob may be opened for passthrough at all: not
