@@ -374,17 +374,9 @@ func TestRefreshMounted(t *testing.T) {
 		t.Fatalf("git log after refresh: %q", log)
 	}
 	// The refresh's changes are journaled as the refresh, with its id.
-	first := requestsOf(t, bin, m, "refresh")
-	if len(first) != 1 {
-		t.Fatalf("the refresh's records carry ids %v, want one", first)
-	}
-	for id, paths := range first {
-		if n, err := strconv.ParseUint(id, 10, 64); err != nil || n == 0 || !slices.Contains(paths, "/data/data.csv") {
-			t.Fatalf("refresh #%s changed %v: want a positive id and /data/data.csv among them", id, paths)
-		}
-		if out := run(t, m.Dir, bin, "log", "-w", m.Dir, "--path", "/data/data.csv"); !strings.Contains(out, "refresh /data/data.csv size=10 by refresh #"+id+"\n") {
-			t.Fatalf("computerfs log --path /data/data.csv:\n%s", out)
-		}
+	id := onlyRequest(t, bin, m, "refresh", "/data/data.csv")
+	if out := run(t, m.Dir, bin, "log", "-w", m.Dir, "--path", "/data/data.csv"); !strings.Contains(out, "refresh /data/data.csv size=10 by refresh #"+id+"\n") {
+		t.Fatalf("computerfs log --path /data/data.csv:\n%s", out)
 	}
 
 	// A local edit is kept and reported; exit status 3.
@@ -408,6 +400,24 @@ func TestRefreshMounted(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "/repo") || !strings.Contains(string(out), "s3://"+bucket+"/p/") {
 		t.Fatalf("computerfs status: %v\n%s", err, out)
 	}
+}
+
+// onlyRequest checks that the journal's records made by entry carry one
+// request id, a positive one, and that path is among the paths they
+// changed; it returns the id.
+func onlyRequest(t *testing.T, bin string, m *testmount.Mount, entry, path string) string {
+	t.Helper()
+	reqs := requestsOf(t, bin, m, entry)
+	if len(reqs) != 1 {
+		t.Fatalf("the %s records carry ids %v, want one", entry, reqs)
+	}
+	for id, paths := range reqs {
+		if n, err := strconv.ParseUint(id, 10, 64); err != nil || n == 0 || !slices.Contains(paths, path) {
+			t.Fatalf("%s #%s changed %v: want a positive id and %s among them", entry, id, paths, path)
+		}
+		return id
+	}
+	return ""
 }
 
 // requestsOf returns the paths of the journal's records made by entry
