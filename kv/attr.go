@@ -34,7 +34,7 @@ type Attr struct {
 	Mtime  int64
 	Ctime  int64
 	Btime  int64
-	Flags  uint32 // FlagRemote, FlagBlob
+	Flags  uint32 // FlagRemote, FlagBlob, FlagWriting, FlagNoXattrs
 }
 
 // Attr.Flags bits.
@@ -46,6 +46,11 @@ const (
 	// FlagBlob marks a regular file whose data is in a file of its own
 	// under the store's blobs/ directory, not in chunks (see blob.go).
 	FlagBlob = 1 << 1
+	// FlagNoXattrs (1 << 3; 1 << 2 is FlagWriting) marks an inode that has
+	// had no extended attribute since it was made: SetXattr clears it in
+	// the batch that writes the first one. Its keys are then known from its
+	// attributes, and deleting it needs no scan (deleteInode).
+	FlagNoXattrs = 1 << 3
 )
 
 // IsDir reports whether the inode is a directory.

@@ -325,7 +325,7 @@ func (s *Store) addEntry(t *txn, p *Attr, dir uint64, name string, n NewInode, i
 // the directory's, and a new directory is setgid too.
 func newAttr(p *Attr, n NewInode, ino uint64, ts int64) *Attr {
 	a := &Attr{Ino: ino, Mode: n.Mode, Uid: n.Uid, Gid: n.Gid, Rdev: n.Rdev,
-		Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
+		Atime: ts, Mtime: ts, Ctime: ts, Btime: ts, Flags: FlagNoXattrs}
 	if p.Mode&S_ISGID != 0 {
 		a.Gid = p.Gid
 		if a.IsDir() {
@@ -538,19 +538,25 @@ func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
 	if a.Flags&FlagBlob != 0 {
 		t.blobsGone = append(t.blobsGone, ino)
 	}
-	return s.deleteInode(t.b, ino, a.Size)
+	return s.deleteInode(t.b, ino, a)
 }
 
-// deleteInode removes every key of ino, a file of the given size. Callers
-// hold nsMu (or run alone). Small inodes get point deletions: range
-// tombstones are cheap to write but every later read in their span has to
-// consult them, and untar-then-rm workloads would leave thousands. Only the
-// data of a big file is deleted with one range.
-func (s *Store) deleteInode(b *pebble.Batch, ino, size uint64) error {
-	if size > exactBlocksLimit*ChunkSize {
+// deleteInode removes every key of ino, whose attributes are a (zero if
+// unknown). Small inodes get point deletions: range tombstones are cheap to
+// write but every later read in their span has to consult them, and
+// untar-then-rm workloads would leave thousands. Only the data of a big
+// file is deleted with one range. The keys of an inode that never had an
+// extended attribute follow from its attributes (attrKeys); any other is
+// scanned for them, which costs a seek in every level of the tree. Callers
+// hold nsMu (or run alone).
+func (s *Store) deleteInode(b *pebble.Batch, ino uint64, a *Attr) error {
+	switch {
+	case a.Size > exactBlocksLimit*ChunkSize:
 		b.DeleteRange(kindPrefix(ino, kindChunk), prefixEnd(kindPrefix(ino, kindChunk)), nil)
 		b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
-	} else {
+	case a.Flags&FlagNoXattrs != 0 && a.Flags&FlagRemote == 0:
+		attrKeys(b, a)
+	default:
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: inodePrefix(ino), UpperBound: inodeEnd(ino)})
 		if err != nil {
 			return err
@@ -565,6 +571,25 @@ func (s *Store) deleteInode(b *pebble.Batch, ino, size uint64) error {
 	n := s.inodes.Add(-1)
 	b.Set(keyInodes, u64(uint64(n)), nil)
 	return nil
+}
+
+// attrKeys deletes the keys that a local inode without extended attributes
+// and without names left can have: its attributes, its origin (a file
+// synced back or imported keeps one), a symlink's target, a regular file's
+// chunks below its size (writes extend the size in the batch that writes
+// past it; truncation deletes what lies beyond). A directory being deleted
+// is empty. Deleting a key that is not there costs a tombstone, no read.
+func attrKeys(b *pebble.Batch, a *Attr) {
+	b.Delete(attrKey(a.Ino), nil)
+	b.Delete(originKey(a.Ino), nil)
+	switch {
+	case a.Mode&S_IFMT == S_IFLNK:
+		b.Delete(linkKey(a.Ino), nil)
+	case a.IsRegular() && a.Flags&FlagBlob == 0:
+		for c := uint64(0); c < (a.Size+ChunkSize-1)/ChunkSize; c++ {
+			b.Delete(chunkKey(a.Ino, c), nil)
+		}
+	}
 }
 
 // Forget is called once nothing outside the store references ino any more:
@@ -584,7 +609,7 @@ func (s *Store) Forget(ino uint64) error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.deleteInode(b, ino, a.Size); err != nil {
+	if err := s.deleteInode(b, ino, &a); err != nil {
 		return err
 	}
 	b.Delete(orphanKey(ino), nil)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 func TestCreateTypes(t *testing.T) {
@@ -43,7 +45,7 @@ func TestCreateTypes(t *testing.T) {
 			}
 			ts := clock.Load()
 			want := Attr{Ino: a.Ino, Mode: tc.wantMode, Nlink: tc.wantNlink, Uid: tc.in.Uid, Gid: tc.in.Gid,
-				Rdev: tc.wantRdev, Size: tc.wantSize, Atime: ts, Mtime: ts, Ctime: ts, Btime: ts}
+				Rdev: tc.wantRdev, Size: tc.wantSize, Atime: ts, Mtime: ts, Ctime: ts, Btime: ts, Flags: FlagNoXattrs}
 			if a != want {
 				t.Fatalf("Create returned\n%+v, want\n%+v", a, want)
 			}
@@ -795,4 +797,110 @@ func TestCreateMany(t *testing.T) {
 	}
 	s = reopen(t, s)
 	checkInvariants(t, s, checkOpts{})
+}
+
+// Deleting an inode leaves none of its keys, whether they are known from
+// its attributes (FlagNoXattrs: point deletions) or scanned for: data
+// written, cut back, punched and extended; xattrs set and removed;
+// symlink targets; origins; hard links; rename over a file; orphans
+// deleted at Forget; empty directories.
+func TestDeleteLeavesNoKeys(t *testing.T) {
+	s := newChunkStore(t)
+	var gone []uint64
+	unlink := func(dir uint64, name string) {
+		t.Helper()
+		if err := s.Unlink(dir, name); err != nil {
+			t.Fatalf("unlink %s: %v", name, err)
+		}
+	}
+	flagged := func(ino uint64, want bool) {
+		t.Helper()
+		if got := getattr(t, s, ino).Flags&FlagNoXattrs != 0; got != want {
+			t.Fatalf("inode %d: FlagNoXattrs %v, want %v", ino, got, want)
+		}
+	}
+
+	// Data in several chunks, cut back into a chunk, punched, extended.
+	f := mkfile(t, s, RootIno, "data")
+	write(t, s, f.Ino, 0, pattern(1, 5*ChunkSize+100))
+	must[Attr](t, "truncate")(s.SetAttr(f.Ino, SetAttrRequest{Valid: SetSize, Size: 2*ChunkSize + 7}))
+	must[Attr](t, "punch")(s.Fallocate(f.Ino, FallocPunchHole|FallocKeepSize, 10, ChunkSize))
+	write(t, s, f.Ino, 9*ChunkSize, []byte("tail"))
+	flagged(f.Ino, true)
+	unlink(RootIno, "data")
+	gone = append(gone, f.Ino)
+
+	// An xattr set and removed again: the inode is scanned.
+	x := mkfile(t, s, RootIno, "xattr")
+	write(t, s, x.Ino, 0, []byte("x"))
+	if err := s.SetXattr(x.Ino, "user.a", []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetXattr(x.Ino, "user.b", []byte("2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveXattr(x.Ino, "user.a"); err != nil {
+		t.Fatal(err)
+	}
+	flagged(x.Ino, false)
+	unlink(RootIno, "xattr")
+	gone = append(gone, x.Ino)
+
+	// A symlink, and a directory with an xattr.
+	l := must[Attr](t, "symlink")(s.Create(RootIno, "link", NewInode{Mode: S_IFLNK | 0o777, Target: "data"}))
+	unlink(RootIno, "link")
+	d := mkdir(t, s, RootIno, "dir")
+	if err := s.SetXattr(d.Ino, "user.d", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rmdir(RootIno, "dir"); err != nil {
+		t.Fatal(err)
+	}
+	gone = append(gone, l.Ino, d.Ino)
+
+	// A local file with an origin (as imports and sync back leave).
+	o := must[Attr](t, "create with origin")(s.Create(RootIno, "origin", NewInode{Mode: S_IFREG | 0o644, Data: []byte("imported"), Origin: &Origin{Key: "k", ID: "v1"}}))
+	flagged(o.Ino, true)
+	unlink(RootIno, "origin")
+	gone = append(gone, o.Ino)
+
+	// Two names, removed one by one; a file renamed over another.
+	h := mkfile(t, s, RootIno, "h1")
+	write(t, s, h.Ino, 0, []byte("linked"))
+	must[Attr](t, "link")(s.Link(h.Ino, RootIno, "h2"))
+	unlink(RootIno, "h1")
+	unlink(RootIno, "h2")
+	over := mkfile(t, s, RootIno, "target")
+	write(t, s, over.Ino, 0, pattern(2, ChunkSize+1))
+	src := mkfile(t, s, RootIno, "src")
+	if err := s.Rename(RootIno, "src", RootIno, "target", 0); err != nil {
+		t.Fatal(err)
+	}
+	unlink(RootIno, "target")
+	gone = append(gone, h.Ino, over.Ino, src.Ino)
+
+	// An orphan: removed while in use, deleted when forgotten.
+	orphan := mkfile(t, s, RootIno, "open")
+	write(t, s, orphan.Ino, 0, pattern(3, 3*ChunkSize))
+	s.SetInUse(func(ino uint64, _ bool) bool { return ino == orphan.Ino })
+	unlink(RootIno, "open")
+	s.SetInUse(nil)
+	if err := s.Forget(orphan.Ino); err != nil {
+		t.Fatal(err)
+	}
+	gone = append(gone, orphan.Ino)
+
+	for _, ino := range gone {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: inodePrefix(ino), UpperBound: inodeEnd(ino)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it.First(); it.Valid(); it.Next() {
+			t.Errorf("inode %d deleted, but key %q is left", ino, it.Key())
+		}
+		it.Close()
+	}
+	if problems, err := s.Check(0); err != nil || len(problems) > 0 {
+		t.Fatalf("Check: %v %q", err, problems)
+	}
 }

@@ -32,7 +32,10 @@ import (
 //	   none and need no rewrite
 //	4: blobs pinned for passthrough writes carry FlagWriting (their size
 //	   is taken from the blob after a crash); older stores have none
-const FormatVersion = 4
+//	5: inodes made without extended attributes carry FlagNoXattrs, and are
+//	   deleted without a scan of their keys; older inodes have none and are
+//	   scanned as before
+const FormatVersion = 5
 
 // RootIno is the inode number of the root directory.
 const RootIno = 1
@@ -402,7 +405,7 @@ func (s *Store) purgeOrphans() error {
 		b := s.db.NewBatch()
 		a, err := s.GetAttr(ino)
 		if err == nil || err == ErrNotFound {
-			err = s.deleteInode(b, ino, a.Size)
+			err = s.deleteInode(b, ino, &a)
 		}
 		b.Delete(orphanKey(ino), nil)
 		if err == nil {

@@ -110,6 +110,7 @@ func (s *Store) setXattr(actor *Actor, ino uint64, name string, value []byte, fl
 		return ErrNoData
 	}
 	a.Ctime = now()
+	a.Flags &^= FlagNoXattrs
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(xattrKey(ino, name), value, nil)
