@@ -5,6 +5,10 @@
 #   tmpfs       a tmpfs mounted for the run
 #   disk        a plain directory on disk (the baseline)
 #   loopback    go-fuse's loopback example, over a second directory on disk
+#   floor       go-fuse's loopback over a second tmpfs, mounted with
+#               computerfs's options (./bench/floor): the kernel's FUSE round
+#               trips with almost nothing behind them (the computerfs/floor
+#               column is what the store and its server add)
 #   computerfs  a computerfs mount (skipped, with a message, until
 #               ./cmd/computerfs exists)
 #   nojournal   a computerfs mount without its journal (--no-journal), to
@@ -18,14 +22,15 @@
 # Needs root (mounts, dropping the page cache), Go, gcc and git.
 # BENCH_WORKDIR picks the parent of the work directory (default /var/tmp);
 # it must not be on tmpfs. BENCH_TARGETS lists the targets to set up
-# (default "tmpfs disk loopback computerfs"; disk is the baseline).
+# (default "tmpfs disk loopback floor computerfs nojournal"; disk is the
+# baseline).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 BIN=$ROOT/bin
 OUT=${BENCH_OUT:-$ROOT/bench/results.md}
-WANT=" ${BENCH_TARGETS:-tmpfs disk loopback computerfs nojournal} "
+WANT=" ${BENCH_TARGETS:-tmpfs disk loopback floor computerfs nojournal} "
 want() { [[ $WANT == *" $1 "* ]]; }
 for arg in "$@"; do
 	case $arg in --json | -json) OUT=${BENCH_OUT:-$ROOT/bench/results.json} ;; esac
@@ -75,6 +80,7 @@ done
 [ -n "$WORK" ] || die "found no directory on disk for the work directory (set BENCH_WORKDIR)"
 
 LB_PID=
+FLOOR_PID=
 CFS_MOUNTED=
 NJ_MOUNTED=
 RUN_PID=
@@ -98,9 +104,18 @@ cleanup() {
 	if is_mounted "$WORK/loopback"; then
 		fusermount -u "$WORK/loopback" || umount -l "$WORK/loopback"
 	fi
-	if is_mounted "$WORK/tmpfs"; then
-		umount "$WORK/tmpfs" || umount -l "$WORK/tmpfs"
+	if [ -n "$FLOOR_PID" ]; then
+		kill -TERM "$FLOOR_PID" 2>/dev/null
+		wait "$FLOOR_PID" 2>/dev/null
 	fi
+	if is_mounted "$WORK/floor"; then
+		umount "$WORK/floor" || umount -l "$WORK/floor"
+	fi
+	for t in tmpfs floor.orig; do
+		if is_mounted "$WORK/$t"; then
+			umount "$WORK/$t" || umount -l "$WORK/$t"
+		fi
+	done
 	if grep -qF " $WORK/" /proc/self/mountinfo; then
 		log "something is still mounted under $WORK; not removing it"
 	else
@@ -112,11 +127,15 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 log "work directory $WORK ($(stat -f -c %T "$WORK"))"
-mkdir -p "$BIN" "$WORK"/{tmpfs,disk,loopback,loopback.orig,computerfs,computerfs.store,nojournal,nojournal.store}
+mkdir -p "$BIN" "$WORK"/{tmpfs,disk,loopback,loopback.orig,floor,floor.orig,computerfs,computerfs.store,nojournal,nojournal.store}
 
 # Build.
 log "building go-fuse's loopback example"
 go build -o "$BIN/go-fuse-loopback" github.com/hanwen/go-fuse/v2/example/loopback
+if want floor; then
+	log "building ./bench/floor"
+	go build -o "$BIN/floor" ./bench/floor
+fi
 HAVE_CFS=
 if ! want computerfs; then
 	log "BENCH_TARGETS has no computerfs: skipping the computerfs target"
@@ -158,6 +177,18 @@ if want loopback; then
 	FLAGS+=(--pid "loopback=$LB_PID")
 fi
 
+if want floor; then
+	mount -t tmpfs -o size=4g,mode=0755 tmpfs "$WORK/floor.orig"
+	"$BIN/floor" "$WORK/floor" "$WORK/floor.orig" >"$WORK/floor.log" 2>&1 &
+	FLOOR_PID=$!
+	if ! wait_mounted "$WORK/floor" "$FLOOR_PID"; then
+		cat "$WORK/floor.log" >&2
+		die "the floor file system did not come up"
+	fi
+	TARGETS+=("floor=$WORK/floor")
+	FLAGS+=(--pid "floor=$FLOOR_PID")
+fi
+
 if [ -n "$HAVE_CFS" ]; then
 	# With --background, mount returns once the mount answers and prints the
 	# daemon's pid.
@@ -165,6 +196,7 @@ if [ -n "$HAVE_CFS" ]; then
 		CFS_MOUNTED=1 && wait_mounted "$WORK/computerfs"; then
 		TARGETS+=("computerfs=$WORK/computerfs")
 		want loopback && FLAGS+=(--ratio computerfs/loopback)
+		want floor && FLAGS+=(--ratio computerfs/floor)
 		pid=$(printf '%s\n' "$out" | tail -n 1)
 		if ! [[ $pid =~ ^[0-9]+$ ]]; then
 			pid=$(cat "$WORK/computerfs.store/daemon.pid" 2>/dev/null || true)
