@@ -122,8 +122,7 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 			f.invalidateAttr(in.NodeId)
 		}
 	}
-	f.ptMu.Lock()
-	defer f.ptMu.Unlock()
+	defer f.ptLock(in.NodeId)()
 	if f.openPassthrough(&in.InHeader, &a, in.Flags, out) {
 		return fuse.OK
 	}
@@ -143,8 +142,7 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 	if f.ptCreates && in.Flags&syscall.O_TRUNC != 0 {
 		// Written whole, maybe big (dd, cp, a compiler's output, a shell
 		// redirection): a blob from the start, written by the kernel.
-		f.ptMu.Lock()
-		defer f.ptMu.Unlock()
+		defer f.ptLock(a.Ino)()
 		if f.createPassthrough(&in.InHeader, &a, in.Flags, &out.OpenOut) {
 			return fuse.OK
 		}

@@ -3,6 +3,7 @@ package fs
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,11 +52,12 @@ type FS struct {
 	cursors dirCursors // where READDIRs resume
 
 	// passthrough: blobs opened for the kernel's direct I/O
-	ptMu      sync.Mutex // serialises opens of regular files and passthrough releases
-	ptOn      bool       // guarded by ptMu
-	pt        map[uint64]*ptFile
-	ptOff     bool // Config.NoPassthrough
-	ptCreates bool // !Config.NoPassthroughCreates
+	ptLocks   [ptStripes]sync.Mutex // by inode: its opens and passthrough releases, one at a time
+	ptOn      atomic.Bool
+	ptMapMu   sync.Mutex
+	pt        map[uint64]*ptFile // guarded by ptMapMu; an entry changes under its inode's ptLock
+	ptOff     bool               // Config.NoPassthrough
+	ptCreates bool               // !Config.NoPassthroughCreates
 
 	server  *fuse.Server
 	actors  actorCache
@@ -113,9 +115,7 @@ func (f *FS) String() string { return "computerfs" }
 // Init is called by go-fuse once the kernel has answered INIT.
 func (f *FS) Init(s *fuse.Server) {
 	f.server = s
-	f.ptMu.Lock()
-	f.ptOn = !f.ptOff && s.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH != 0
-	f.ptMu.Unlock()
+	f.ptOn.Store(!f.ptOff && s.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH != 0)
 }
 
 // inUse tells the store whether an inode that just lost its last name must

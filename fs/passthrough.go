@@ -25,8 +25,27 @@ import (
 // for passthrough unless a cached handle of it is open (one opened while
 // the file was small, or since); its passthrough opens share one backing
 // id, registered with the first and unregistered with the last. The
-// decision and the handle's registration happen under ptMu, so that two
-// opens cannot decide differently.
+// decision and the handle's registration happen under the inode's ptLock,
+// so that two opens cannot decide differently; opens of other inodes, and
+// their store work (commits, and for a pin for writing handing the WAL to
+// the system), go on meanwhile.
+
+// ptStripes is how many locks the inodes' opens are spread over.
+const ptStripes = 64
+
+// ptLock locks ino's opens and passthrough releases and returns the
+// function that unlocks them.
+func (f *FS) ptLock(ino uint64) func() {
+	mu := &f.ptLocks[ino%ptStripes]
+	mu.Lock()
+	return mu.Unlock
+}
+
+func (f *FS) ptFileOf(ino uint64) *ptFile {
+	f.ptMapMu.Lock()
+	defer f.ptMapMu.Unlock()
+	return f.pt[ino]
+}
 
 // ptFile is an inode open for passthrough.
 type ptFile struct {
@@ -37,13 +56,13 @@ type ptFile struct {
 // openPassthrough opens ino (attributes a) for passthrough if it can, and
 // then fills out and reports true. No FLUSH at close: the kernel wrote
 // the blob already, and the store takes the size at release, or from the
-// blob after a crash. The caller holds ptMu.
+// blob after a crash. The caller holds ino's ptLock.
 func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fuse.OpenOut) bool {
-	if !f.ptOn || a.Flags&kv.FlagBlob == 0 || !f.ptAllowed(a) {
+	if !f.ptOn.Load() || a.Flags&kv.FlagBlob == 0 || !f.ptAllowed(a) {
 		return false
 	}
 	ino := a.Ino
-	pf := f.pt[ino]
+	pf := f.ptFileOf(ino)
 	if pf == nil && !f.cachedClosed(ino) {
 		return false
 	}
@@ -62,14 +81,18 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fu
 			if err := sess.UnpinBlob(ino, write); err != nil {
 				f.log.Error("fuse: unpinning a blob failed", "ino", ino, "err", err)
 			}
+			f.ptMapMu.Lock()
 			if len(f.pt) == 0 {
-				f.ptOn = false
+				f.ptOn.Store(false)
 				f.log.Warn("fuse: the kernel refused a backing file; passthrough is off", "errno", errno)
 			}
+			f.ptMapMu.Unlock()
 			return false
 		}
 		pf = &ptFile{id: id}
+		f.ptMapMu.Lock()
 		f.pt[ino] = pf
+		f.ptMapMu.Unlock()
 	}
 	pf.n++
 	fh := f.newHandle(ino, flags, h.Pid)
@@ -85,9 +108,10 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fu
 
 // createPassthrough opens the file just created (attributes a) for
 // passthrough, as a blob from its first byte (kv.Store.MakeBlob); one that
-// stays small returns to chunks at its last close. The caller holds ptMu.
+// stays small returns to chunks at its last close. The caller holds the
+// inode's ptLock.
 func (f *FS) createPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fuse.OpenOut) bool {
-	if !f.ptOn || !f.ptAllowed(a) {
+	if !f.ptOn.Load() || !f.ptAllowed(a) {
 		return false
 	}
 	made, err := f.store.MakeBlob(a.Ino)
@@ -126,7 +150,8 @@ const releaseWait = 2 * time.Millisecond
 // processes that opened those handles have all exited (the handles are
 // closed, their RELEASEs on the way) it waits up to releaseWait for them;
 // a live opener may well still use its handle, and then it does not wait.
-// The caller holds ptMu (which releases of cached handles do not take).
+// The caller holds ino's ptLock (which releases of cached handles do not
+// take).
 func (f *FS) cachedClosed(ino uint64) bool {
 	deadline := time.Now().Add(releaseWait)
 	for {
@@ -158,17 +183,18 @@ func (f *FS) cachedClosed(ino uint64) bool {
 // releasePassthrough ends handle h's passthrough: the store records what
 // the kernel changed, and the last one gives the backing id back.
 func (f *FS) releasePassthrough(h *handle) {
-	f.ptMu.Lock()
-	defer f.ptMu.Unlock()
+	defer f.ptLock(h.ino)()
 	if err := h.sess.UnpinBlob(h.ino, h.ptWrite); err != nil {
 		f.log.Error("fuse: recording a passthrough file's changes failed", "ino", h.ino, "err", err)
 	}
-	pf := f.pt[h.ino]
+	pf := f.ptFileOf(h.ino)
 	if pf == nil {
 		return
 	}
 	if pf.n--; pf.n == 0 {
+		f.ptMapMu.Lock()
 		delete(f.pt, h.ino)
+		f.ptMapMu.Unlock()
 		if errno := f.server.UnregisterBackingFd(pf.id); errno != 0 {
 			f.log.Warn("fuse: releasing a backing file failed", "ino", h.ino, "errno", errno)
 		}
