@@ -27,7 +27,7 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
-bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync ## benchmark the mount against tmpfs, disk and go-fuse's loopback; imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
+bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync ## benchmark the mount against tmpfs, disk, go-fuse's loopback and the floor (loopback over tmpfs with our mount options); imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
 	./bench/run.sh
 
 bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
