@@ -20,6 +20,7 @@ import (
 // a non-directory's link count is its number of names; a directory has one
 // name (the root none) and 2 + subdirectories links; an inode without names
 // is an orphan; no data lies past a file's size; a symlink has a target;
+// an inode marked FlagNoXattrs has none;
 // the inode counter is above every inode and the inode count is right;
 // journal records decode and are numbered without gaps (from 1, or
 // from the oldest record that TrimJournal kept).
@@ -162,6 +163,9 @@ func (s *Store) Check(limit int) ([]string, error) {
 				report("inode %d: back reference %d/%q but the entry names %d", ino, parent, name, child)
 			}
 		case kindXattr:
+			if cur.attr != nil && cur.attr.Flags&FlagNoXattrs != 0 {
+				report("inode %d: marked without xattrs but has %q", ino, rest)
+			}
 		case kindOrigin:
 			if _, err := decodeOrigin(it.Value()); err != nil {
 				report("inode %d: %v", ino, err)
