@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sandbox/shell"
@@ -234,7 +235,7 @@ func Unmount(mountpoint string, timeout time.Duration) error {
 		return nil
 	}
 	deadline := time.Now().Add(timeout)
-	for processAlive(pid) {
+	for proc.Running(pid) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("unmounted %s, but daemon pid %d is still running after %v", mp, pid, timeout)
 		}
@@ -267,21 +268,4 @@ func storePid(store string) int {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	if err != nil {
-		return false
-	}
-	// A zombie is not alive for our purposes.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
 }

@@ -1,12 +1,10 @@
 package fs
 
 import (
-	"bytes"
-	"fmt"
-	"os"
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -169,7 +167,7 @@ func (f *FS) cachedClosed(ino uint64) bool {
 			return true
 		}
 		for _, pid := range pids {
-			if pid == 0 || !exited(pid) {
+			if pid == 0 || proc.Running(int(pid)) {
 				return false // alive (or unknown): its handle may be in use
 			}
 		}
@@ -199,19 +197,4 @@ func (f *FS) releasePassthrough(h *handle) {
 			f.log.Warn("fuse: releasing a backing file failed", "ino", h.ino, "errno", errno)
 		}
 	}
-}
-
-// exited tells whether process pid has exited (a zombie's files are closed
-// too).
-func exited(pid uint32) bool {
-	if syscall.Kill(int(pid), 0) == syscall.ESRCH {
-		return true
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }

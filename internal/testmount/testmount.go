@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/computerfs/computerfs/internal/proc"
 )
 
 type build struct {
@@ -164,7 +166,7 @@ func (m *Mount) Kill(t testing.TB) {
 		t.Fatalf("kill daemon %d: %v", m.Pid, err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if !alive(m.Pid) {
+		if !proc.Running(m.Pid) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -181,16 +183,4 @@ func (m *Mount) Kill(t testing.TB) {
 func (m *Mount) Log() string {
 	b, _ := os.ReadFile(filepath.Join(m.Store, "daemon.log"))
 	return string(bytes.TrimSpace(b))
-}
-
-// alive reports whether pid runs and is not a zombie (the daemon is not our
-// child, and the init of a container may be slow to reap it).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
