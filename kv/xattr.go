@@ -40,23 +40,38 @@ func checkXattrName(name string) error {
 	return ErrNotSupported // system.* and unknown namespaces
 }
 
-// GetXattr returns the value of an extended attribute.
+// GetXattr returns the value of an extended attribute. An inode that never
+// had one (FlagNoXattrs) is answered from its attributes, which are
+// usually in memory: the kernel asks for security.capability before the
+// first write to every file, and after every chown.
 func (s *Store) GetXattr(ino uint64, name string) ([]byte, error) {
 	if err := checkXattrName(name); err != nil {
 		return nil, err
 	}
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return nil, err
+	}
+	if a.Flags&FlagNoXattrs != 0 {
+		return nil, ErrNoData
+	}
 	v, err := s.get(xattrKey(ino, name))
 	if err == ErrNotFound {
-		if _, aerr := s.GetAttr(ino); aerr != nil {
-			return nil, aerr
-		}
 		return nil, ErrNoData
 	}
 	return v, err
 }
 
-// ListXattr returns the names of an inode's extended attributes.
+// ListXattr returns the names of an inode's extended attributes, without a
+// scan for an inode that never had one (FlagNoXattrs).
 func (s *Store) ListXattr(ino uint64) ([]string, error) {
+	a, err := s.GetAttr(ino)
+	if err != nil {
+		return nil, err
+	}
+	if a.Flags&FlagNoXattrs != 0 {
+		return nil, nil
+	}
 	prefix := kindPrefix(ino, kindXattr)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -66,15 +81,7 @@ func (s *Store) ListXattr(ino uint64) ([]string, error) {
 	for it.First(); it.Valid(); it.Next() {
 		names = append(names, string(it.Key()[len(prefix):]))
 	}
-	if err := it.Close(); err != nil {
-		return nil, err
-	}
-	if len(names) == 0 {
-		if _, err := s.GetAttr(ino); err != nil {
-			return nil, err
-		}
-	}
-	return names, nil
+	return names, it.Close()
 }
 
 // SetXattr sets an extended attribute; flags is 0, XattrCreate or XattrReplace.
