@@ -641,6 +641,13 @@ func TestExecShell(t *testing.T) {
 		cmd.Run()
 		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 	}
+	// Looked up before they exist: the kernel caches that they do not,
+	// and the shell's creates must drop that.
+	for _, p := range []string{"d", "d/sorted"} {
+		if _, err := os.Stat(filepath.Join(m.Dir, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("stat %s before exec: %v", p, err)
+		}
+	}
 	out, errOut, code := exec1("", "--", "echo new > /workspace/f && mkdir -p d && printf 'b\\na\\n' | sort | tee d/sorted; echo warn >&2")
 	if out != "a\nb\n" || errOut != "warn\n" || code != 0 {
 		t.Fatalf("exec: stdout %q stderr %q exit %d", out, errOut, code)

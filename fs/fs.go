@@ -185,10 +185,15 @@ func (f *FS) fillAttrOut(a *kv.Attr, out *fuse.AttrOut) {
 func (f *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	a, err := f.store.Lookup(h.NodeId, name)
 	if err == kv.ErrNotFound {
-		// A negative entry: the kernel remembers that name does not exist.
+		// A negative entry: the kernel remembers that name does not exist
+		// (a reply without error, node 0: an ENOENT reply would be cached
+		// by no one), so programs that probe for files (include paths,
+		// module resolution, lstat before create) ask once. Names made
+		// by the daemon's other writers are dropped from the kernel's
+		// cache, negative or not (Notifier.EntryChanged).
 		out.NodeId = 0
 		out.SetEntryTimeout(f.timeout)
-		return fuse.ENOENT
+		return fuse.OK
 	}
 	if err != nil {
 		return f.status("lookup", err)
