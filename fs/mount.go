@@ -46,7 +46,7 @@ func Mount(store *kv.Store, mountpoint string, opts MountOptions) (*fuse.Server,
 		// on every write(2); READDIRPLUS only while the reader also looks
 		// entries up (ls -l), so a plain listing of a huge directory does
 		// not fill the kernel's and our tables with inodes.
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2 | fuse.CAP_READDIRPLUS_AUTO,
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2 | fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_CACHE_SYMLINKS,
 	}
 	srv, err := fuse.NewServer(fsys, mountpoint, mo)
 	if err != nil {
