@@ -2,7 +2,6 @@ package computerfs_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/internal/testmount"
 )
 
@@ -163,8 +163,7 @@ func TestWarmSandboxesDoNotHoldTheMount(t *testing.T) {
 			}
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.Pid))
-				if err != nil || strings.Contains(string(b), ") Z ") {
+				if !proc.Running(m.Pid) {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -213,8 +212,7 @@ func TestShutdownStopsRunningCommands(t *testing.T) {
 				t.Fatalf("umount: %v %s", err, out)
 			}
 			for {
-				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.Pid))
-				if err != nil || strings.Contains(string(b), ") Z ") {
+				if !proc.Running(m.Pid) {
 					break
 				}
 				if time.Since(start) > 30*time.Second {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/internal/testmount"
 )
 
@@ -188,8 +189,7 @@ func TestUnmountPaths(t *testing.T) {
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil || strings.Contains(string(b), ") Z ") {
+		if !proc.Running(pid) {
 			return
 		}
 	}

@@ -222,12 +222,19 @@ func cmdMount(args []string, stderr io.Writer) error {
 		go func() { log.Error("pprof server stopped", "err", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 	ready := readyReporter(*readyFD)
+	// Signals are caught before the mount exists and before the parent of
+	// --background is told it is ready, which may signal at once: one
+	// that arrives meanwhile unmounts as soon as there is a mount, rather
+	// than killing the daemon and leaving a dead mount behind.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private,
 		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
 		Sandbox: sb,
 	})
 	if err != nil {
+		signal.Stop(sigs)
 		ready(err)
 		return err
 	}
@@ -237,8 +244,6 @@ func cmdMount(args []string, stderr io.Writer) error {
 		})
 	}
 	ready(nil)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
 		log.Info("signal received; unmounting", "signal", s.String())
