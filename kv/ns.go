@@ -546,16 +546,16 @@ func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
 // write but every later read in their span has to consult them, and
 // untar-then-rm workloads would leave thousands. Only the data of a big
 // file is deleted with one range. The keys of an inode that never had an
-// extended attribute follow from its attributes (attrKeys); any other is
-// scanned for them, which costs a seek in every level of the tree. Callers
-// hold nsMu (or run alone).
+// extended attribute follow from its attributes (deleteKnownKeys); any
+// other is scanned for them, which costs a seek in every level of the
+// tree. Callers hold nsMu (or run alone).
 func (s *Store) deleteInode(b *pebble.Batch, ino uint64, a *Attr) error {
 	switch {
 	case a.Size > exactBlocksLimit*ChunkSize:
 		b.DeleteRange(kindPrefix(ino, kindChunk), prefixEnd(kindPrefix(ino, kindChunk)), nil)
 		b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
 	case a.Flags&FlagNoXattrs != 0 && a.Flags&FlagRemote == 0:
-		attrKeys(b, a)
+		deleteKnownKeys(b, a)
 	default:
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: inodePrefix(ino), UpperBound: inodeEnd(ino)})
 		if err != nil {
@@ -573,13 +573,13 @@ func (s *Store) deleteInode(b *pebble.Batch, ino uint64, a *Attr) error {
 	return nil
 }
 
-// attrKeys deletes the keys that a local inode without extended attributes
-// and without names left can have: its attributes, its origin (a file
+// deleteKnownKeys deletes the keys that a local inode without extended
+// attributes and without names left can have: its attributes, its origin (a file
 // synced back or imported keeps one), a symlink's target, a regular file's
 // chunks below its size (writes extend the size in the batch that writes
 // past it; truncation deletes what lies beyond). A directory being deleted
 // is empty. Deleting a key that is not there costs a tombstone, no read.
-func attrKeys(b *pebble.Batch, a *Attr) {
+func deleteKnownKeys(b *pebble.Batch, a *Attr) {
 	b.Delete(attrKey(a.Ino), nil)
 	b.Delete(originKey(a.Ino), nil)
 	switch {
