@@ -28,15 +28,59 @@ const attrCacheSize = 1 << 14
 //     inflight): a batch is visible in Pebble a moment before commit
 //     updates the cache, and a value read before it, added after it (once
 //     another reader has seen the new one), would go back in time.
+//
+// It also keeps, for files recently written up to their end, the length of
+// their last chunk (tails), so that an append does not read that chunk
+// back. A tail is recorded by the writer after its commit, holding the
+// inode's stripe, and dropped by every batch that has any key of the inode
+// (every writer of an inode's chunks holds its stripe too).
 type attrCache struct {
 	mu       sync.Mutex
 	m        map[uint64]Attr
 	max      int    // entries
 	gen      uint64 // incremented when a commit starts and ends
 	inflight int    // commits started and not yet ended
+	tails    map[uint64]tailChunk
 }
 
-func newAttrCache(max int) *attrCache { return &attrCache{m: make(map[uint64]Attr), max: max} }
+// tailChunk is a file's last chunk as its last write left it: its index,
+// its length, and how many appends (merge operands) lie on it since it
+// was last written whole.
+type tailChunk struct {
+	ci, len uint64
+	merges  int
+}
+
+// maxTails bounds the files whose last chunk the cache knows: those being
+// appended to now.
+const maxTails = 256
+
+func newAttrCache(max int) *attrCache {
+	return &attrCache{m: make(map[uint64]Attr), max: max, tails: make(map[uint64]tailChunk)}
+}
+
+// tail returns what is known of ino's last chunk. The caller holds ino's
+// stripe.
+func (c *attrCache) tail(ino uint64) (tailChunk, bool) {
+	c.mu.Lock()
+	t, ok := c.tails[ino]
+	c.mu.Unlock()
+	return t, ok
+}
+
+// setTail records ino's last chunk after a write that committed and ended
+// at the file's end. The caller holds ino's stripe.
+func (c *attrCache) setTail(ino uint64, t tailChunk) {
+	c.mu.Lock()
+	if _, ok := c.tails[ino]; !ok && len(c.tails) >= maxTails {
+		for i := range c.tails {
+			delete(c.tails, i)
+			break
+		}
+	}
+	c.tails[ino] = t
+	c.mu.Unlock()
+}
 
 // get returns ino's cached attributes, or the generation to pass to add
 // once they have been read from the store.
@@ -108,8 +152,12 @@ func (c *attrCache) apply(b *pebble.Batch, drop bool) {
 		if !ok || err != nil {
 			if err != nil { // cannot happen for a batch we built; be safe
 				clear(c.m)
+				clear(c.tails)
 			}
 			return
+		}
+		if len(c.tails) > 0 && len(k) >= 9 && k[0] == pfxInode {
+			delete(c.tails, inoOfKey(k))
 		}
 		switch kind {
 		case pebble.InternalKeyKindSet:
@@ -120,19 +168,25 @@ func (c *attrCache) apply(b *pebble.Batch, drop bool) {
 					delete(c.m, ino)
 				}
 			}
+		case pebble.InternalKeyKindMerge: // appends to chunks
+			if ino, isAttr := attrKeyIno(k); isAttr {
+				delete(c.m, ino)
+			}
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
 			if ino, isAttr := attrKeyIno(k); isAttr {
 				delete(c.m, ino)
 			}
 		case pebble.InternalKeyKindRangeDelete:
 			c.deleteRange(k, v)
-		default: // merges and the like: not written by the store
+		default: // not written by the store
 			clear(c.m)
+			clear(c.tails)
 		}
 	}
 }
 
-// deleteRange drops the inodes whose attribute keys lie in [start, end).
+// deleteRange drops the inodes whose attribute keys lie in [start, end),
+// and the tails of every inode the range reaches.
 func (c *attrCache) deleteRange(start, end []byte) {
 	if len(start) == 0 || start[0] != pfxInode || len(end) == 0 || end[0] != pfxInode {
 		// The store deletes ranges of one inode's keys, or of keys under
@@ -140,15 +194,18 @@ func (c *attrCache) deleteRange(start, end []byte) {
 		// inode keys is not worth being precise about.
 		if bytes.Compare(start, []byte{pfxInode + 1}) < 0 && bytes.Compare(end, []byte{pfxInode}) > 0 {
 			clear(c.m)
+			clear(c.tails)
 		}
 		return
 	}
 	first, last := inoOfKey(start), inoOfKey(end)
 	if last-first > 16 {
 		clear(c.m)
+		clear(c.tails)
 		return
 	}
 	for ino := first; ino <= last; ino++ {
+		delete(c.tails, ino)
 		if k := attrKey(ino); bytes.Compare(k, start) >= 0 && bytes.Compare(k, end) < 0 {
 			delete(c.m, ino)
 		}

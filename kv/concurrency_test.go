@@ -82,7 +82,13 @@ func TestStressConcurrentOps(t *testing.T) {
 					check("rename", s.Rename(d, name, pickDir(r), names[r.Intn(len(names))], flags))
 				case 9, 10: // (writes to symlinks: see TestWriteNonRegular)
 					if ino, typ, err := s.LookupIno(d, name); err == nil && typ != S_IFLNK {
-						_, err = s.Write(ino, r.Int63n(3*C), pattern(byte(i), 1+r.Intn(C+100)))
+						off := r.Int63n(3 * C)
+						if r.Intn(2) == 0 { // an append, unless another worker is quicker
+							if a, err := s.GetAttr(ino); err == nil && a.Size < 3*C {
+								off = int64(a.Size)
+							}
+						}
+						_, err = s.Write(ino, off, pattern(byte(i), 1+r.Intn(C+100)))
 						check("write", err)
 					}
 				case 11:

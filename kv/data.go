@@ -93,20 +93,42 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 	if a.Flags&FlagBlob != 0 || end > s.blobThreshold {
 		return s.writeBlob(actor, a, off, data, kill)
 	}
+	// An append that starts in the file's last chunk, when the store knows
+	// that chunk's length, goes in as a merge operand: Pebble concatenates
+	// it to the chunk, which is then neither read back nor written again
+	// whole (4 KiB appends to a 1 MiB file: 7x faster). Every
+	// maxTailMerges appends the chunk is rewritten whole, which folds them.
+	tail, appending := s.attrs.tail(ino)
+	appending = appending && uint64(off) == a.Size && tail.ci == a.Size/ChunkSize &&
+		tail.len == a.Size%ChunkSize && tail.len != 0 && tail.merges < maxTailMerges
+	if appending && s.checkTails {
+		if n, err := s.valueLen(chunkKey(ino, tail.ci)); err != nil || uint64(n) != tail.len {
+			return Attr{}, false, corrupt("inode %d: chunk %d holds %d bytes (%v), its tail says %d", ino, tail.ci, n, err, tail.len)
+		}
+	}
 	// Size the batch up front: growing it copies the data again. Partial
 	// chunks that already hold data are rewritten whole.
 	size := len(data) + 256 + len(data)/ChunkSize*32
-	if (uint64(off)%ChunkSize != 0 || end%ChunkSize != 0) && uint64(off) < a.Size {
+	if (uint64(off)%ChunkSize != 0 || end%ChunkSize != 0) && uint64(off) < a.Size && !appending {
 		size += 2 * ChunkSize
 	}
 	b := s.db.NewBatchWithSize(size)
 	defer b.Close()
+	merges := 0 // on the last chunk written
 	for pos := uint64(off); pos < end; {
 		ci := pos / ChunkSize
 		start := ci * ChunkSize
 		within := pos - start
 		n := min(ChunkSize-within, end-pos)
 		src := data[pos-uint64(off) : pos-uint64(off)+n]
+		if appending && ci == tail.ci {
+			a.Blocks += blocksFor(within+n) - blocksFor(within)
+			b.Merge(chunkKey(ino, ci), src, nil)
+			merges = tail.merges + 1
+			pos += n
+			continue
+		}
+		merges = 0
 		chunk, oldLen := src, 0
 		if start < a.Size { // chunks wholly past the end of the file do not exist
 			if n == ChunkSize { // a whole chunk: only the old length matters
@@ -132,9 +154,19 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 		b.Set(chunkKey(ino, ci), chunk, nil)
 		pos += n
 	}
-	modeChanged, err = s.commitWrite(actor, b, &a, end, kill)
-	return a, modeChanged, err
+	if modeChanged, err = s.commitWrite(actor, b, &a, end, kill); err != nil {
+		return a, modeChanged, err
+	}
+	if end == a.Size && end%ChunkSize != 0 {
+		ci := end / ChunkSize
+		s.attrs.setTail(ino, tailChunk{ci: ci, len: end - ci*ChunkSize, merges: merges})
+	}
+	return a, modeChanged, nil
 }
+
+// maxTailMerges bounds the appends that lie on a chunk as merge operands,
+// and so the work of reading it before a compaction folds them.
+const maxTailMerges = 15
 
 // commitWrite finishes in b a write (or a copy) into a that ended at end:
 // the new size and times, and with kill setuid, setgid and capabilities

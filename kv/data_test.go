@@ -815,3 +815,53 @@ func TestReadConsistentWithTruncate(t *testing.T) {
 		t.Errorf("%d of %d reads returned zeros that the file never held", bad, n)
 	}
 }
+
+// TestAppend covers appends that go in as merge operands on the file's
+// last chunk: of every size, across chunk boundaries, past maxTailMerges
+// (the chunk is then written whole again), and after a reopen, which
+// replays them from the log and forgets every tail.
+func TestAppend(t *testing.T) {
+	s := newChunkStore(t)
+	f := mkfile(t, s, RootIno, "f")
+	var m fileModel
+	appendN := func(i, n int) {
+		t.Helper()
+		data := pattern(byte(i), n)
+		m.write(int64(len(m)), data)
+		if a := write(t, s, f.Ino, int64(len(m)-n), data); a.Size != uint64(len(m)) {
+			t.Fatalf("append %d: size %d, want %d", i, a.Size, len(m))
+		}
+	}
+	sizes := []int{1, 10, 4096, 4095, 1, C - 8200, 2 * C, 3, C + 7}
+	for i, n := range sizes {
+		appendN(i, n)
+		checkFile(t, s, f.Ino, m)
+		checkInvariants(t, s, checkOpts{})
+	}
+	// One-byte appends: the merges on the last chunk are folded every
+	// maxTailMerges+1 writes.
+	folded := false
+	for i := 0; i < 3*maxTailMerges; i++ {
+		appendN(100+i, 1)
+		tail, ok := s.attrs.tail(f.Ino)
+		if !ok || tail.merges > maxTailMerges {
+			t.Fatalf("append %d: tail %+v, %v", i, tail, ok)
+		}
+		folded = folded || i > 0 && tail.merges == 0
+	}
+	if !folded {
+		t.Fatal("the last chunk was never written whole again")
+	}
+	checkFile(t, s, f.Ino, m)
+	checkInvariants(t, s, checkOpts{})
+	s = reopen(t, s)
+	if _, ok := s.attrs.tail(f.Ino); ok {
+		t.Fatal("a reopened store knows a tail")
+	}
+	checkFile(t, s, f.Ino, m)
+	for i := 0; i < 4; i++ {
+		appendN(200+i, 1000)
+	}
+	checkFile(t, s, f.Ino, m)
+	checkInvariants(t, s, checkOpts{})
+}

@@ -53,6 +53,22 @@ func fuzzSeeds() [][]byte {
 			[6]byte{opExtend, dRoot, nA, 0, 0, 7 + 8*7}, [6]byte{opTruncate, dRoot, nA, 0, 0, 1},
 			[6]byte{opWrite, dRoot, nA, 0, 0, 5 + 8*4},
 		),
+		// appends of every length, between changes that leave the file's
+		// last chunk shorter, longer or gone; into a link and a renamed file.
+		encodeOps(
+			[6]byte{opCreate, dRoot, nA}, [6]byte{opAppend, dRoot, nA, 0, 0, 8 * 3},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 0}, [6]byte{opAppend, dRoot, nA, 0, 0, 8 * 2},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 3}, [6]byte{opTruncate, dRoot, nA, 0, 0, 2 + 8*3},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 1}, [6]byte{opTruncate, dRoot, nA, 0, 0, 5 + 8*3},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 3}, [6]byte{opPunch, dRoot, nA, 0, 0, 2 + 8*3},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 4}, [6]byte{opZero, dRoot, nA, 0, 0, 6 + 8*1},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 6}, [6]byte{opExtend, dRoot, nA, 0, 0, 7 + 8*7},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 2}, [6]byte{opLink, dRoot, nA, dRoot, nB},
+			[6]byte{opAppend, dRoot, nB, 0, 0, 8 * 3}, [6]byte{opWrite, dRoot, nA, 0, 0, 2 + 8*2},
+			[6]byte{opAppend, dRoot, nA, 0, 0, 8 * 3}, [6]byte{opRename, dRoot, nB, dRoot, nC, 0},
+			[6]byte{opAppend, dRoot, nC, 0, 0, 8 * 7}, [6]byte{opUnlink, dRoot, nA},
+			[6]byte{opAppend, dRoot, nC, 0, 0, 8 * 0}, [6]byte{opAppend, dRoot, nC, 0, 0, 8 * 5},
+		),
 		// directories: rmdir non-empty, rename dir over file and file over dir.
 		encodeOps(
 			[6]byte{opMkdir, dRoot, nA}, [6]byte{opMkdir, dRoot, nB}, [6]byte{opCreate, dA, nC},
@@ -91,6 +107,7 @@ func FuzzOps(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	s.checkTails = true
 	f.Cleanup(func() { s.Close() })
 	runs := 0
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -134,6 +151,7 @@ func TestStressModelOps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.checkTails = true
 		ran, ok := runOps(t, s, RootIno, decodeOps(b))
 		if i < 6 {
 			t.Logf("%d operations: %d ran, %d succeeded", n, ran, ok)

@@ -26,6 +26,7 @@ func openStore(t testing.TB, dir string) *Store {
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
+	s.checkTails = true
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -40,6 +41,7 @@ func newChunkStore(t testing.TB) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.checkTails = true
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -308,6 +310,16 @@ func checkInvariants(t testing.TB, s *Store, o checkOpts) *rawState {
 			errorf("the attribute cache holds inode %d, which the store does not have", ino)
 		} else if *r.attr != cached {
 			errorf("the attribute cache holds %+v for inode %d, the store %+v", cached, ino, *r.attr)
+		}
+	}
+	for ino, tail := range s.attrs.tails {
+		r := st.inodes[ino]
+		switch {
+		case r == nil || r.attr == nil:
+			errorf("the cache knows the tail of inode %d, which the store does not have", ino)
+		case r.attr.Size != tail.ci*ChunkSize+tail.len || uint64(r.chunks[tail.ci]) != tail.len:
+			errorf("the cache says inode %d ends with %d bytes in chunk %d; it is %d bytes long, that chunk holds %d",
+				ino, tail.len, tail.ci, r.attr.Size, r.chunks[tail.ci])
 		}
 	}
 	s.attrs.mu.Unlock()

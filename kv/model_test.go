@@ -237,6 +237,7 @@ const (
 	opPunch
 	opZero
 	opExtend
+	opAppend // a write at the file's end, of o.len bytes
 	numOps
 )
 
@@ -281,6 +282,8 @@ func (o op) String() string {
 		return fmt.Sprintf("zero range %s at %d, %d bytes", p1, o.off, o.len)
 	case opExtend:
 		return fmt.Sprintf("fallocate %s at %d, %d bytes", p1, o.off, o.len)
+	case opAppend:
+		return fmt.Sprintf("append to %s, %d bytes", p1, o.len)
 	}
 	return "?"
 }
@@ -422,6 +425,11 @@ func storeDataOp(s *Store, ino uint64, o op, seq int) error {
 		_, err = s.Fallocate(ino, FallocZeroRange, o.off, o.len)
 	case opExtend:
 		_, err = s.Fallocate(ino, 0, o.off, o.len)
+	case opAppend:
+		var a Attr
+		if a, err = s.GetAttr(ino); err == nil {
+			_, err = s.Write(ino, int64(a.Size), pattern(byte(seq), int(o.len)))
+		}
 	}
 	return err
 }
@@ -460,6 +468,8 @@ func modelDataOp(n *mNode, o op, seq int) syscall.Errno {
 		grow(o.off + o.len)
 	case opExtend:
 		grow(o.off + o.len)
+	case opAppend:
+		n.data = append(n.data, pattern(byte(seq), int(o.len))...)
 	}
 	return 0
 }

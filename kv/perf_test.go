@@ -67,3 +67,45 @@ func itoa(i int) string {
 	}
 	return string(b)
 }
+
+// BenchmarkAppend4KiB appends 4 KiB writes to files of up to 1 MiB (a new
+// file every 256 writes), as git writes a pack and a compiler its output.
+func BenchmarkAppend4KiB(b *testing.B) {
+	s := benchStore(b)
+	buf := make([]byte, 4096)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	b.SetBytes(int64(len(buf)))
+	var ino uint64
+	for i := 0; i < b.N; i++ {
+		n := i % 256
+		if n == 0 {
+			a, err := s.Create(RootIno, "f"+itoa(i), NewInode{Mode: S_IFREG | 0o644})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ino = a.Ino
+		}
+		if _, err := s.Write(ino, int64(n)*4096, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSmallFile creates files and writes 4 KiB into each in one
+// write, as a checkout or an untar of small files does.
+func BenchmarkSmallFile(b *testing.B) {
+	s := benchStore(b)
+	buf := make([]byte, 4096)
+	b.SetBytes(int64(len(buf)))
+	for i := 0; i < b.N; i++ {
+		a, err := s.Create(RootIno, "f"+itoa(i), NewInode{Mode: S_IFREG | 0o644})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Write(a.Ino, 0, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -104,6 +104,9 @@ type Store struct {
 	inodes  atomic.Int64
 	stripes [64]sync.Mutex
 	attrs   *attrCache
+	// checkTails (tests) compares every tail the cache knows with the
+	// store before an append relies on it.
+	checkTails bool
 
 	blobs         blobStore
 	blobThreshold uint64
