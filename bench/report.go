@@ -31,6 +31,9 @@ type HostInfo struct {
 	CPUs      int    `json:"cpus"`
 	MemMiB    int64  `json:"mem_mib"`
 	GoVersion string `json:"go_version"`
+	// CPUIdle is how idle CPUs wait (see cpuIdle): it sets what a FUSE
+	// round trip costs.
+	CPUIdle string `json:"cpu_idle,omitempty"`
 }
 
 // TargetInfo is a target with what was learnt about it.
@@ -141,8 +144,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		mode = "quick"
 	}
 	fmt.Fprintf(&b, "### computerfs bench (%s sizes)\n\n", mode)
-	fmt.Fprintf(&b, "%s; %s, %d CPUs, %d MiB RAM, kernel %s, %s; benchmarks took %s.\n\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.Host.OS, r.Host.CPUs, r.Host.MemMiB, r.Host.Kernel,
+	idle := ""
+	if r.Host.CPUIdle != "" {
+		idle = ", " + r.Host.CPUIdle
+	}
+	fmt.Fprintf(&b, "%s; %s, %d CPUs%s, %d MiB RAM, kernel %s, %s; benchmarks took %s.\n\n",
+		r.Started.Format("2006-01-02 15:04 UTC"), r.Host.OS, r.Host.CPUs, idle, r.Host.MemMiB, r.Host.Kernel,
 		r.Host.GoVersion, (time.Duration(r.Seconds) * time.Second).Round(time.Second))
 
 	b.WriteString("| target | file system | directory | peak RSS of server |\n|---|---|---|---:|\n")

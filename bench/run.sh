@@ -24,6 +24,11 @@
 # it must not be on tmpfs. BENCH_TARGETS lists the targets to set up
 # (default "tmpfs disk loopback floor computerfs nojournal"; disk is the
 # baseline).
+# BENCH_HALT_POLL_NS, on a virtual machine whose idle CPUs use the haltpoll
+# cpuidle driver, sets its guest_halt_poll_ns for the run and puts the old
+# value back after: how long an idle CPU polls before it halts. A FUSE round
+# trip wakes a thread on each side; where the CPU it waits on has halted,
+# the wake-up goes through the hypervisor (see README, Performance).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -84,9 +89,14 @@ FLOOR_PID=
 CFS_MOUNTED=
 NJ_MOUNTED=
 RUN_PID=
+HALT_POLL=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+OLD_HALT_POLL=
 cleanup() {
 	local status=$?
 	set +e
+	if [ -n "$OLD_HALT_POLL" ]; then
+		echo "$OLD_HALT_POLL" >"$HALT_POLL" && log "guest_halt_poll_ns back to $OLD_HALT_POLL"
+	fi
 	if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then
 		kill -TERM "$RUN_PID" # it stops and removes its files
 		wait "$RUN_PID" 2>/dev/null
@@ -126,6 +136,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+if [ -n "${BENCH_HALT_POLL_NS:-}" ]; then
+	[ -w "$HALT_POLL" ] || die "BENCH_HALT_POLL_NS is set, but there is no $HALT_POLL (no haltpoll cpuidle driver)"
+	OLD_HALT_POLL=$(cat "$HALT_POLL")
+	echo "$BENCH_HALT_POLL_NS" >"$HALT_POLL"
+	log "guest_halt_poll_ns $OLD_HALT_POLL -> $BENCH_HALT_POLL_NS for this run"
+fi
 log "work directory $WORK ($(stat -f -c %T "$WORK"))"
 mkdir -p "$BIN" "$WORK"/{tmpfs,disk,loopback,loopback.orig,floor,floor.orig,computerfs,computerfs.store,nojournal,nojournal.store}
 
