@@ -14,7 +14,9 @@
 //	'M' 'u:' name                 meta kept by the layers above (GetMeta, SetMeta)
 //	'I' ino 'a'                   attributes (Attr, fixed-size binary)
 //	'I' ino 'c' chunk             file data: bytes [chunk*ChunkSize, ...) of the file,
-//	                              at most ChunkSize long; a missing or short chunk reads as zeros
+//	                              at most ChunkSize long; a missing or short chunk reads as zeros;
+//	                              appends to it may be merge operands, which Pebble's default
+//	                              merger concatenates (see write)
 //	'I' ino 'd' name              directory entry: child ino (8 bytes) and file type (1 byte)
 //	'I' ino 'l'                   symbolic link target
 //	'I' ino 'o'                   origin: source, remote name and version of an imported file
