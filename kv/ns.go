@@ -544,15 +544,14 @@ func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
 // deleteInode removes every key of ino, whose attributes are a (zero if
 // unknown). Small inodes get point deletions: range tombstones are cheap to
 // write but every later read in their span has to consult them, and
-// untar-then-rm workloads would leave thousands. Only the data of a big
-// file is deleted with one range. The keys of an inode that never had an
+// untar-then-rm workloads would leave thousands. A big file is deleted with
+// one range over all its keys. The keys of an inode that never had an
 // extended attribute follow from its attributes (deleteKnownKeys); any
 // other is scanned for them, which costs a seek in every level of the
 // tree. Callers hold nsMu (or run alone).
 func (s *Store) deleteInode(b *pebble.Batch, ino uint64, a *Attr) error {
 	switch {
 	case a.Size > exactBlocksLimit*ChunkSize:
-		b.DeleteRange(kindPrefix(ino, kindChunk), prefixEnd(kindPrefix(ino, kindChunk)), nil)
 		b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
 	case a.Flags&FlagNoXattrs != 0 && a.Flags&FlagRemote == 0:
 		deleteKnownKeys(b, a)

@@ -830,6 +830,16 @@ func TestDeleteLeavesNoKeys(t *testing.T) {
 	unlink(RootIno, "data")
 	gone = append(gone, f.Ino)
 
+	// A big sparse file with an xattr, data at both ends: one range.
+	big := mkfile(t, s, RootIno, "big")
+	write(t, s, big.Ino, 0, pattern(4, ChunkSize+3))
+	write(t, s, big.Ino, (exactBlocksLimit+5)*ChunkSize, []byte("end"))
+	if err := s.SetXattr(big.Ino, "user.big", []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	unlink(RootIno, "big")
+	gone = append(gone, big.Ino)
+
 	// An xattr set and removed again: the inode is scanned.
 	x := mkfile(t, s, RootIno, "xattr")
 	write(t, s, x.Ino, 0, []byte("x"))
