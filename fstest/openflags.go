@@ -1,6 +1,10 @@
 package fstest
 
 import (
+	"bytes"
+	"fmt"
+	"sync"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -10,6 +14,7 @@ import (
 var openFlagChecks = []check{
 	{"open/append", checkAppend},
 	{"open/append_pwrite", checkAppendPwrite},
+	{"open/append_concurrent", checkAppendConcurrent},
 	{"open/excl", checkExcl},
 	{"open/trunc", checkTrunc},
 	{"open/creat_mode", checkCreatMode},
@@ -50,6 +55,54 @@ func checkAppend(c *C) {
 		c.must(err, "write")
 	}
 	c.wantBytes("two appenders", c.readFile(p), []byte("XYhabababababababababab"))
+}
+
+// checkAppendConcurrent: writers appending records through fds of their
+// own, at the same time, lose none and tear none (a log several processes
+// write to). Records are not a multiple of any block or chunk size.
+func checkAppendConcurrent(c *C) {
+	const writers, records, size = 4, 300, 61
+	p := c.create("log", nil)
+	fds := make([]int, writers)
+	for w := range fds {
+		fds[w] = c.open(p, unix.O_WRONLY|unix.O_APPEND, 0)
+	}
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w, fd := range fds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < records; i++ {
+				rec := fmt.Appendf(nil, "writer %d record %04d ", w, i)
+				rec = append(rec, bytes.Repeat([]byte{'a' + byte(w)}, size-1-len(rec))...)
+				rec = append(rec, '\n')
+				if n, err := xWrite(fd, rec); err != nil || n != size {
+					errs <- fmt.Errorf("writer %d, record %d: wrote %d bytes: %v", w, i, n, errString(err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		c.Fatalf("%v", err)
+	}
+	data := c.readFile(p)
+	if len(data) != writers*records*size {
+		c.Fatalf("%d writers appending %d records of %d bytes made %d bytes, want %d", writers, records, size, len(data), writers*records*size)
+	}
+	next := make([]int, writers) // each writer's records come in its order
+	for off := 0; off < len(data); off += size {
+		var w, i int
+		rec := data[off : off+size]
+		if _, err := fmt.Sscanf(string(rec), "writer %d record %d ", &w, &i); err != nil || w < 0 || w >= writers ||
+			i != next[w] || rec[size-1] != '\n' || rec[size-2] != 'a'+byte(w) {
+			c.Fatalf("at byte %d: %q (records of the writers so far: %v)", off, rec, next)
+		}
+		next[w]++
+	}
 }
 
 // checkAppendPwrite: on Linux pwrite on an O_APPEND fd appends and ignores
