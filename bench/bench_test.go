@@ -320,3 +320,31 @@ func TestBudget(t *testing.T) {
 		t.Errorf("Markdown:\n%s", md.String())
 	}
 }
+
+// TestMarkdownCPUIdle: the report says how idle CPUs wait, and warns when
+// they halt without polling.
+func TestMarkdownCPUIdle(t *testing.T) {
+	const warning = "Idle CPUs halt at once here"
+	for _, tc := range []struct {
+		idle string
+		warn bool
+	}{
+		{"cpuidle haltpoll, guest_halt_poll_ns 0", true},
+		{"cpuidle haltpoll, guest_halt_poll_ns 200000", false},
+		{"cpuidle intel_idle", false},
+		{"", false},
+	} {
+		rep := &Report{Host: HostInfo{CPUs: 2, CPUIdle: tc.idle}}
+		var md bytes.Buffer
+		if err := rep.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		out := md.String()
+		if tc.idle != "" && !strings.Contains(out, "2 CPUs, "+tc.idle+",") {
+			t.Errorf("%q: the header does not say it:\n%s", tc.idle, out)
+		}
+		if got := strings.Contains(out, warning); got != tc.warn {
+			t.Errorf("%q: warning %v, want %v:\n%s", tc.idle, got, tc.warn, out)
+		}
+	}
+}
