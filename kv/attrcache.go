@@ -72,12 +72,7 @@ func (c *attrCache) tail(ino uint64) (tailChunk, bool) {
 // at the file's end. The caller holds ino's stripe.
 func (c *attrCache) setTail(ino uint64, t tailChunk) {
 	c.mu.Lock()
-	if _, ok := c.tails[ino]; !ok && len(c.tails) >= maxTails {
-		for i := range c.tails {
-			delete(c.tails, i)
-			break
-		}
-	}
+	makeRoom(c.tails, ino, maxTails)
 	c.tails[ino] = t
 	c.mu.Unlock()
 }
@@ -104,13 +99,19 @@ func (c *attrCache) add(a Attr, gen uint64) {
 
 // put caches a, making room by dropping an arbitrary entry. c.mu is held.
 func (c *attrCache) put(a Attr) {
-	if _, ok := c.m[a.Ino]; !ok && len(c.m) >= c.max {
-		for ino := range c.m {
-			delete(c.m, ino)
+	makeRoom(c.m, a.Ino, c.max)
+	c.m[a.Ino] = a
+}
+
+// makeRoom drops an arbitrary entry of m if it holds max entries and not
+// ino, so that ino can be added.
+func makeRoom[V any](m map[uint64]V, ino uint64, max int) {
+	if _, ok := m[ino]; !ok && len(m) >= max {
+		for i := range m {
+			delete(m, i)
 			break
 		}
 	}
-	c.m[a.Ino] = a
 }
 
 // begin tells the cache that b is about to commit; committed or aborted
