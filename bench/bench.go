@@ -521,6 +521,14 @@ func hostInfo() HostInfo {
 	return h
 }
 
+// haltPollField names guest_halt_poll_ns in HostInfo.CPUIdle, followed by
+// its value.
+const haltPollField = "guest_halt_poll_ns "
+
+// haltsAtOnce tells from HostInfo.CPUIdle whether idle CPUs halt without
+// polling first.
+func haltsAtOnce(cpuIdle string) bool { return strings.HasSuffix(cpuIdle, haltPollField+"0") }
+
 // cpuIdle describes how an idle CPU waits: its cpuidle driver and, for
 // the haltpoll driver of virtual machines, how long it polls before it
 // halts. A FUSE request and its answer each wake a thread that may be
@@ -540,7 +548,7 @@ func cpuIdle() string {
 		return ""
 	}
 	if ns := read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"); driver == "haltpoll" && ns != "" {
-		return fmt.Sprintf("cpuidle %s, guest_halt_poll_ns %s", driver, ns)
+		return fmt.Sprintf("cpuidle %s, %s%s", driver, haltPollField, ns)
 	}
 	return "cpuidle " + driver
 }

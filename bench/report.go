@@ -241,7 +241,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"The stat, find and random-read benchmarks are warm: on FUSE, stat and find depend on the entry and attribute timeouts "+
 		"the server sets (go-fuse's loopback example: 1 s), and the random reads are served from the page cache "+
 		"filled by reading the file once through the same open file.")
-	if strings.HasSuffix(r.Host.CPUIdle, "guest_halt_poll_ns 0") {
+	if haltsAtOnce(r.Host.CPUIdle) {
 		notes = append(notes, "Idle CPUs halt at once here (haltpoll, guest_halt_poll_ns 0): every FUSE request and answer "+
 			"that wakes a thread on another CPU goes through the hypervisor, which makes a round trip about three times "+
 			"as long as with polling (BENCH_HALT_POLL_NS=200000 make bench; see the README's Performance section).")
