@@ -14,7 +14,7 @@ import (
 
 func TestMain(m *testing.M) {
 	fstest.MaybeRunHelper() // the suite's non-root checks re-execute this binary
-	os.Exit(m.Run())
+	os.Exit(testmount.Run(m))
 }
 
 // knownDifferences is where the mount knowingly differs from tmpfs, the

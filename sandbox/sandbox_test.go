@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	stateDir = dir
-	code := m.Run()
+	code := testmount.Run(m)
 	if removed, err := sandbox.GC(stateDir); err != nil || len(removed) > 0 {
 		fmt.Fprintf(os.Stderr, "sandboxes left behind: %v %v\n", removed, err)
 		code = 1

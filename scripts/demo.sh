@@ -6,7 +6,8 @@
 # find and du work on the mount, bring an upstream commit in with
 # `computerfs refresh`, run a command on the shell fast path and show the
 # journal, then unmount and mount again to show that the workspace
-# persisted. KEEP=1 leaves the workspace mounted at the end.
+# persisted. KEEP=1 leaves the workspace mounted at the end; otherwise
+# the demo's temporary directory is removed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/bin/computerfs
@@ -43,7 +44,14 @@ EOF
 
 echo "== mount a new workspace at $ws from $demo/workspace.yaml"
 "$bin" mount --background --spec "$demo/workspace.yaml" --store "$store" "$ws" >/dev/null
-trap '[ "${KEEP:-}" = 1 ] || "$bin" unmount "$ws" 2>/dev/null || true' EXIT
+# At the end: unmount, and remove the demo's directory unless it was
+# named (DEMO_DIR) or is to stay mounted (KEEP=1).
+cleanup() {
+	[ "${KEEP:-}" = 1 ] && return
+	"$bin" unmount "$ws" 2>/dev/null || true
+	[ -n "${DEMO_DIR:-}" ] || rm -rf "$demo"
+}
+trap cleanup EXIT
 "$bin" status -w "$ws"
 (cd "$ws/app" && git status --short --branch && git log --oneline)
 echo "== files"

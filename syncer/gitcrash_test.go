@@ -155,7 +155,10 @@ func TestGitPushCrash(t *testing.T) {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestGitCrashChild$", "-test.count=1")
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) } // with its goroutines' stacks
 		cmd.WaitDelay = 10 * time.Second
-		cmd.Env = append(os.Environ(), gitCrashDirEnv+"="+dir, gitCrashBareEnv+"="+bare, gitCrashKillEnv+"="+at)
+		// The child is killed, so its own t.TempDir is never removed: it
+		// makes it in one of ours.
+		cmd.Env = append(os.Environ(), gitCrashDirEnv+"="+dir, gitCrashBareEnv+"="+bare, gitCrashKillEnv+"="+at,
+			"TMPDIR="+t.TempDir())
 		t0 := time.Now()
 		out, err := cmd.CombinedOutput()
 		tChild := time.Since(t0)

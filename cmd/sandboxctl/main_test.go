@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,38 +16,10 @@ import (
 	"github.com/computerfs/computerfs/sandbox"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+func TestMain(m *testing.M) { os.Exit(testmount.Run(m)) }
 
-// binary builds sandboxctl once, with seccomp if this test has it.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sandboxctl-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "sandboxctl")
-		args := []string{"build", "-o", binPath}
-		if sandbox.SeccompSupported {
-			args = append(args, "-tags", "seccomp")
-		}
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", append(args, ".")...)
-		cmd.Dir = filepath.Dir(file)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// binary is sandboxctl built from this checkout, once per test binary.
+func binary(t *testing.T) string { return testmount.Command(t, "sandboxctl", false) }
 
 type setup struct {
 	bin, ws, state string

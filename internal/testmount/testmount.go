@@ -1,8 +1,8 @@
 // Package testmount runs the computerfs daemon for tests: it builds
-// cmd/computerfs once per test binary and mounts stores with it in a child
-// process, never in the test process itself (a process that serves a FUSE
-// mount must not use it: a page fault on the mount during a stop-the-world
-// garbage collection would deadlock).
+// cmd/computerfs once per test binary (Run removes it when the tests end)
+// and mounts stores with it in a child process, never in the test process
+// itself (a process that serves a FUSE mount must not use it: a page fault
+// on the mount during a stop-the-world garbage collection would deadlock).
 package testmount
 
 import (
@@ -28,36 +28,82 @@ type build struct {
 	err  error
 }
 
-var builds = map[bool]*build{false: {}, true: {}}
+type buildKey struct {
+	cmd  string // under cmd/
+	race bool
+}
+
+var (
+	buildsMu sync.Mutex
+	builds   = map[buildKey]*build{}
+	// running is set by Run: binaries are built only under it, so that
+	// they are removed when the test binary ends.
+	running bool
+)
+
+// Run runs the tests (m.Run) and then removes the binaries they built. A
+// package whose tests use this package calls it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(testmount.Run(m)) }
+func Run(m *testing.M) int {
+	running = true
+	defer func() {
+		buildsMu.Lock()
+		defer buildsMu.Unlock()
+		for _, b := range builds {
+			if b.path != "" {
+				os.RemoveAll(filepath.Dir(b.path))
+			}
+		}
+	}()
+	return m.Run()
+}
 
 // Binary returns the path of a computerfs binary built from this checkout,
 // with the race detector when the test binary has it.
-func Binary(t testing.TB) string { return binary(t, raceEnabled) }
+func Binary(t testing.TB) string { return Command(t, "computerfs", raceEnabled) }
 
 // PlainBinary returns a computerfs binary without the race detector, for
 // tests that measure memory or time.
-func PlainBinary(t testing.TB) string { return binary(t, false) }
+func PlainBinary(t testing.TB) string { return Command(t, "computerfs", false) }
 
-func binary(t testing.TB, race bool) string {
+// Command returns the path of cmd/<name> built from this checkout (with the
+// seccomp tag, and the race detector if race), once per test binary.
+func Command(t testing.TB, name string, race bool) string {
 	t.Helper()
-	b := builds[race]
+	if !running {
+		t.Fatal("testmount: call testmount.Run from TestMain, so that the binaries it builds are removed")
+	}
+	buildsMu.Lock()
+	b := builds[buildKey{name, race}]
+	if b == nil {
+		b = &build{}
+		builds[buildKey{name, race}] = b
+	}
+	buildsMu.Unlock()
 	b.once.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir, err := os.MkdirTemp("", "computerfs-bin-")
+		dir, err := os.MkdirTemp("", name+"-bin-")
 		if err != nil {
 			b.err = err
 			return
 		}
-		b.path = filepath.Join(dir, "computerfs")
-		args := []string{"build", "-tags", "seccomp", "-o", b.path}
+		path := filepath.Join(dir, name)
+		args := []string{"build", "-tags", "seccomp", "-o", path}
 		if race {
 			args = append(args, "-race")
 		}
-		cmd := exec.Command("go", append(args, "./cmd/computerfs")...)
+		cmd := exec.Command("go", append(args, "./cmd/"+name)...)
 		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build ./cmd/computerfs: %v\n%s", err, out)
+		out, err := cmd.CombinedOutput()
+		// Set under buildsMu: Run's removal may read it from another
+		// goroutine if a test is still building when m.Run returns.
+		buildsMu.Lock()
+		b.path = path
+		buildsMu.Unlock()
+		if err != nil {
+			b.err = fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
 		}
 	})
 	if b.err != nil {
