@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -352,5 +353,49 @@ func TestMetrics(t *testing.T) {
 	mkfile(t, s, RootIno, "f")
 	if m := s.Metrics(); !strings.Contains(m, "WAL") && len(m) < 100 {
 		t.Fatalf("Metrics() = %q", m)
+	}
+}
+
+// TestSmallStoreIsSmall: a store holding a few small files takes a few
+// MiB of disk, not the memtable's size ahead in its write-ahead log (hosts
+// keep many mostly idle workspaces).
+func TestSmallStoreIsSmall(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		a, err := s.Create(RootIno, "f"+strconv.Itoa(i), NewInode{Mode: S_IFREG | 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Write(a.Ino, 0, bytes.Repeat([]byte{'x'}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	used := func() (n int64) {
+		err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+			if err == nil {
+				n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := used(); n > 8<<20 {
+		t.Errorf("an open store of 10 small files uses %d bytes of disk", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := used(); n > 8<<20 {
+		t.Errorf("a closed store of 10 small files uses %d bytes of disk", n)
 	}
 }
