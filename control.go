@@ -18,6 +18,7 @@ import (
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/syncer"
+	"golang.org/x/sys/unix"
 )
 
 // The control socket: a running workspace's daemon answers HTTP+JSON on a
@@ -59,7 +60,11 @@ type SourceStatus struct {
 func (w *Workspace) serveControl() error {
 	path := filepath.Join(w.Store.Dir(), controlSocket)
 	os.Remove(path) // left by a daemon that was killed
-	l, err := net.Listen("unix", path)
+	var l net.Listener
+	err := withSocketAddr(path, func(addr string) (err error) {
+		l, err = net.Listen("unix", addr)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}
@@ -102,6 +107,31 @@ func (w *Workspace) stopControl() {
 		w.control.Shutdown(ctx)
 		os.Remove(filepath.Join(w.Store.Dir(), controlSocket))
 	}
+}
+
+// maxSocketPath is the longest path a unix socket address holds (sun_path
+// is 108 bytes, with a terminating NUL).
+const maxSocketPath = 107
+
+// withSocketAddr calls f with an address for the unix socket at path (to
+// bind or to connect): the path itself, or, when that is too long for a
+// socket address (a store deep in a directory tree), the same file reached
+// through a descriptor of its directory, /proc/self/fd/N/NAME, which is
+// open only while f runs.
+func withSocketAddr(path string, f func(addr string) error) error {
+	if len(path) <= maxSocketPath {
+		return f(path)
+	}
+	dir, err := os.OpenFile(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	addr := fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path))
+	if len(addr) > maxSocketPath {
+		return fmt.Errorf("socket path %s: name too long", path)
+	}
+	return f(addr)
 }
 
 func writeJSON(rw http.ResponseWriter, v any) {
@@ -184,9 +214,13 @@ func Dial(mountpoint string) (*Client, error) {
 	if _, err := os.Stat(sock); err != nil {
 		return nil, fmt.Errorf("workspace at %s: no control socket (%w)", mp, err)
 	}
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (c net.Conn, err error) {
+		err = withSocketAddr(sock, func(addr string) (err error) {
+			var d net.Dialer
+			c, err = d.DialContext(ctx, "unix", addr)
+			return err
+		})
+		return c, err
 	}}
 	return &Client{hc: &http.Client{Transport: tr}}, nil
 }

@@ -29,6 +29,24 @@ func execOn(t *testing.T, mount string, req computerfs.ExecRequest) (computerfs.
 	return res, out.String(), errb.String(), err
 }
 
+// A store deeper than a unix socket address can name still gets its
+// control socket, and the CLI reaches it.
+func TestControlSocketLongStorePath(t *testing.T) {
+	store := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60), "ws")
+	if len(store) <= 108 {
+		t.Fatalf("store path %s is short enough for a socket address", store)
+	}
+	m := testmount.Start(t, store)
+	res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Command: "echo hi > f && cat f"})
+	if err != nil || res.ExitCode != 0 || out != "hi\n" {
+		t.Fatalf("exec: %v %+v %q", err, res, out)
+	}
+	got, err := exec.Command(testmount.Binary(t), "status", "-w", m.Dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(got), store) {
+		t.Fatalf("computerfs status: %v\n%s", err, got)
+	}
+}
+
 func TestExecSandbox(t *testing.T) {
 	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
 	// The sandbox's default user is host uid 101000: give it the workspace.
