@@ -100,6 +100,32 @@ func (w *Workspace) setBackends(opts MountOptions) {
 	}
 }
 
+// sandboxGCInterval is how often a daemon looks for what dead daemons'
+// sandboxes left: once at the start, then at this interval, so that a
+// sandbox that was being created when its daemon died (it has no state
+// yet, and sandbox.GC leaves such a sandbox alone for a minute) goes too.
+const sandboxGCInterval = 5 * time.Minute
+
+// collectSandboxes removes, until ctx ends, what the sandboxes of daemons
+// that died (a SIGKILL, a crash) left in the state directory: their state
+// and cgroups. It leaves the sandboxes of live daemons alone (sandbox.GC).
+func (w *Workspace) collectSandboxes(ctx context.Context, stateDir string) {
+	for {
+		removed, err := sandbox.GC(stateDir)
+		if len(removed) > 0 {
+			w.log.Info("removed the sandboxes of dead daemons", "count", len(removed))
+		}
+		if err != nil {
+			w.log.Warn("sandbox leftovers", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(sandboxGCInterval):
+		}
+	}
+}
+
 // endCommands stops the commands that run (their sandboxes die with
 // them) and ends the warm sandboxes: the workspace is going away.
 func (w *Workspace) endCommands() {

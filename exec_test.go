@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/internal/testmount"
+	"github.com/computerfs/computerfs/sandbox"
 )
 
 // execOn runs a request through the daemon's control socket.
@@ -194,6 +196,68 @@ func TestWarmSandboxesDoNotHoldTheMount(t *testing.T) {
 			}
 			m.Remount(t) // for the test's cleanup
 		})
+	}
+}
+
+// A daemon killed while it keeps a warm sandbox leaves that sandbox's
+// state and cgroups (its pid 1 exits with the daemon); the next daemon on
+// the same state directory removes them when it starts.
+func TestSandboxLeftoversOfDeadDaemon(t *testing.T) {
+	state := testmount.PublicDir(t, "sandbox-state-")
+	containers := func() []string {
+		es, _ := os.ReadDir(filepath.Join(state, "containers"))
+		var ids []string
+		for _, e := range es {
+			ids = append(ids, e.Name())
+		}
+		return ids
+	}
+	t.Cleanup(func() {
+		if removed, err := sandbox.GC(state); err != nil || len(removed) > 0 {
+			t.Errorf("sandboxes left at the end: %v %v", removed, err)
+		}
+	})
+	args := []string{"--sandbox-state-dir", state, "--sandbox-warm", "1"}
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), args...)
+	if res, _, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: "true"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("sandbox command: %v %+v", err, res)
+	}
+	// The warm sandbox has started once its state is written.
+	started := func() bool {
+		ids := containers()
+		if len(ids) == 0 {
+			return false
+		}
+		_, err := os.Stat(filepath.Join(state, "containers", ids[0], "state.json"))
+		return err == nil
+	}
+	for deadline := time.Now().Add(30 * time.Second); !started(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no warm sandbox started")
+		}
+	}
+	m.Kill(t)
+	left := containers()
+	if len(left) == 0 {
+		t.Fatal("the killed daemon left no sandbox state: nothing to test")
+	}
+	m.Remount(t, args...)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		still := 0
+		for _, id := range containers() {
+			if slices.Contains(left, id) {
+				still++
+			}
+		}
+		if still == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after a new daemon started, %d of the dead daemon's sandboxes %v are left; log:\n%s", still, left, m.Log())
+		}
+	}
+	if !strings.Contains(m.Log(), "removed the sandboxes of dead daemons") {
+		t.Errorf("the daemon did not log what it removed; log:\n%s", m.Log())
 	}
 }
 

@@ -146,6 +146,9 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	w.FS.SetNotifier(fs.NewNotifier(srv))
 	w.setBackends(opts)
 	w.execCtx, w.stopExec = context.WithCancel(context.Background())
+	if sb, ok := w.sandbox.(*workspaceSandbox); ok {
+		go w.collectSandboxes(w.execCtx, sb.sb.Base.StateDir)
+	}
 	if err := w.startSyncer(opts); err != nil {
 		w.Unmount()
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+
+	"github.com/computerfs/computerfs/internal/proc"
 )
 
 // GC removes what sandboxes left behind when the process that ran them
@@ -80,7 +82,29 @@ func GC(stateDir string) ([]string, error) {
 	for _, t := range tmps {
 		os.RemoveAll(t)
 	}
+	if len(live) == 0 && filepath.Clean(stateDir) != DefaultStateDir {
+		errs = append(errs, removeParents(parent))
+	}
 	return removed, errors.Join(errs...)
+}
+
+// removeParents removes the cgroup parent of a state directory that holds
+// no sandbox any more, in every hierarchy, so that state directories that
+// come and go (tests, one-off sandboxctl runs) do not leave an empty cgroup
+// each. One that a sandbox being created right now has entered is busy and
+// stays. The default state directory's parent is shared by every daemon on
+// the host and stays too.
+func removeParents(parent string) error {
+	v1, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+	v2, _ := filepath.Glob("/sys/fs/cgroup/" + parent)
+	dirs := append(v1, v2...)
+	var errs []error
+	for _, dir := range dirs {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.EBUSY) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func contains(list []string, s string) bool {
@@ -106,7 +130,8 @@ func ownerAlive(labels []string) bool {
 		if err1 != nil || err2 != nil {
 			return false
 		}
-		return startTime(pid) == start
+		// A zombie (a daemon killed and not yet reaped) has ended.
+		return startTime(pid) == start && proc.Running(pid)
 	}
 	return false
 }

@@ -53,8 +53,26 @@ func privateStateDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(state) })
+	t.Cleanup(func() {
+		// What the test's pools and sandboxes left (nothing, if they were
+		// closed) and the state directory's cgroup parent go with it.
+		if _, err := sandbox.GC(state); err != nil {
+			t.Errorf("GC: %v", err)
+		}
+		if left := cgroupParentsOf(state); len(left) > 0 {
+			t.Errorf("cgroup parents left after GC: %v", left)
+		}
+		os.RemoveAll(state)
+	})
 	return state
+}
+
+// cgroupParentsOf lists the cgroup parents of a state directory, one per
+// hierarchy.
+func cgroupParentsOf(state string) []string {
+	v1, _ := filepath.Glob("/sys/fs/cgroup/*/computerfs-sandbox-" + stateHash(state))
+	v2, _ := filepath.Glob("/sys/fs/cgroup/computerfs-sandbox-" + stateHash(state))
+	return append(v1, v2...)
 }
 
 // waitIdle waits until the pool has n sandboxes waiting.

@@ -42,6 +42,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "sandboxes left behind: %v %v\n", removed, err)
 		code = 1
 	}
+	if left := cgroupParentsOf(stateDir); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "cgroup parents left after GC: %v\n", left)
+		code = 1
+	}
 	os.RemoveAll(stateDir)
 	os.Exit(code)
 }

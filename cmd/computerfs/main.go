@@ -169,6 +169,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	sbMemory := fset.String("sandbox-memory", "4G", "memory limit of each sandboxed command, page cache and /tmp included (0: none)")
 	sbWarm := fset.Int("sandbox-warm", 1, "sandboxes kept started, waiting for the next command (0: start one per command)")
 	sbPids := fset.Int64("sandbox-pids", 4096, "processes and threads of each sandboxed command at once (0: no limit)")
+	sbState := fset.String("sandbox-state-dir", sandbox.DefaultStateDir, "where the sandboxes keep their state (sandboxctl's --state-dir)")
 	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
@@ -196,6 +197,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 		sb = &computerfs.SandboxOptions{AllowNetwork: *sbNetwork, Warm: *sbWarm}
 		sb.Base.Rootfs = *sbRootfs
 		sb.Base.Limits.Pids = *sbPids
+		sb.Base.StateDir = *sbState
 		if sb.Base.Limits.Memory, err = spec.ParseSize(*sbMemory); err != nil || sb.Base.Limits.Memory < 0 {
 			return &exitError{2, fmt.Errorf("--sandbox-memory %q: want a size such as 512M or 2G, or 0 for none", *sbMemory)}
 		}
