@@ -39,6 +39,9 @@ type MountOptions struct {
 	CacheSize  int64 // Pebble block cache in bytes (0: default)
 	// MemTableSize is the largest Pebble memtable in bytes (0: default).
 	MemTableSize uint64
+	// MinFree is the free space the store keeps on its file system
+	// (kv.Options.MinFree; 0: default).
+	MinFree int64
 	// BlobThreshold is the file size past which data moves out of Pebble
 	// (0: kv.DefaultBlobThreshold; negative: never).
 	BlobThreshold int64
@@ -95,7 +98,7 @@ type Workspace struct {
 
 // openStore opens a workspace's store with the options' tuning.
 func openStore(dir string, opts MountOptions) (*kv.Store, error) {
-	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, BlobThreshold: opts.BlobThreshold, Logger: opts.Logger, NoJournal: opts.NoJournal})
+	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, MinFree: opts.MinFree, BlobThreshold: opts.BlobThreshold, Logger: opts.Logger, NoJournal: opts.NoJournal})
 }
 
 // newFS returns the store by path; files made through it belong to the

@@ -31,6 +31,9 @@ func (s *Store) copyRange(actor *Actor, src uint64, srcOff int64, dst uint64, ds
 	if srcOff < 0 || dstOff < 0 || n < 0 {
 		return 0, false, ErrInvalid
 	}
+	if err := s.space.check(int(min(n, 1<<30))); err != nil {
+		return 0, false, err
+	}
 	if err := s.ensureLocal(src); err != nil {
 		return 0, false, err
 	}

@@ -76,6 +76,9 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 	if end > MaxFileSize {
 		return Attr{}, false, ErrFileTooLarge
 	}
+	if err := s.space.check(len(data)); err != nil {
+		return Attr{}, false, err
+	}
 	a, unlock, err := s.lockLocalAttr(ino, true)
 	if err != nil {
 		return Attr{}, false, err
@@ -732,6 +735,9 @@ func (s *Store) SetContent(ino uint64, data []byte) (Attr, error) {
 func (s *Store) setContent(actor *Actor, ino uint64, data []byte) (Attr, error) {
 	if uint64(len(data)) > MaxFileSize {
 		return Attr{}, ErrFileTooLarge
+	}
+	if err := s.space.check(len(data)); err != nil {
+		return Attr{}, err
 	}
 	a, unlock, err := s.lockFile(ino, false, ErrInvalid) // the old content is not needed
 	if err != nil {

@@ -193,6 +193,9 @@ func (s *Store) CreateMany(dir uint64, entries []NewEntry) (attrs []Attr, errs [
 }
 
 func (s *Store) createMany(actor *Actor, dir uint64, entries []NewEntry) ([]Attr, []error, error) {
+	if err := s.space.check(0); err != nil {
+		return nil, nil, err
+	}
 	attrs, errs := make([]Attr, len(entries)), make([]error, len(entries))
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
@@ -356,6 +359,9 @@ func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
 
 func (s *Store) createTmpfile(actor *Actor, dir uint64, n NewInode) (Attr, error) {
 	n.Mode = n.Mode&^S_IFMT | S_IFREG
+	if err := s.space.check(0); err != nil {
+		return Attr{}, err
+	}
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
 	unlock := s.lockInodes(dir)
@@ -396,6 +402,9 @@ func (s *Store) Link(ino, dir uint64, name string) (Attr, error) { return s.link
 
 func (s *Store) link(actor *Actor, ino, dir uint64, name string) (Attr, error) {
 	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	if err := s.space.check(0); err != nil {
 		return Attr{}, err
 	}
 	s.nsMu.Lock()

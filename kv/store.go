@@ -88,6 +88,10 @@ type Options struct {
 	// out of Pebble into a file of its own (default DefaultBlobThreshold;
 	// negative: never).
 	BlobThreshold int64
+	// MinFree is the free space the store keeps on its file system: below
+	// it, changes that add data or names fail with ENOSPC (see space.go;
+	// default twice the memtable size plus 64 MiB; negative: none).
+	MinFree int64
 }
 
 // Store is an open computerfs store. Its methods are safe for concurrent use.
@@ -104,6 +108,7 @@ type Store struct {
 	inodes  atomic.Int64
 	stripes [64]sync.Mutex
 	attrs   *attrCache
+	space   *spaceGuard
 	// checkTails (tests) compares every tail the cache knows with the
 	// store before an append relies on it.
 	checkTails bool
@@ -161,6 +166,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !fresh {
+		if err := checkOpenSpace(dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create store: %w", err)
 	}
@@ -171,6 +181,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize)}
 	s.blobs = blobStore{dir: filepath.Join(dir, "blobs"), noSync: opts.NoSync, open: make(map[uint64]*openBlob), dirty: make(map[uint64]struct{})}
 	s.pins.m = make(map[uint64]*pin)
+	switch {
+	case opts.MinFree == 0:
+		s.space = &spaceGuard{dir: dir, reserve: 2*opts.MemTableSize + 64<<20}
+	case opts.MinFree > 0:
+		s.space = &spaceGuard{dir: dir, reserve: uint64(opts.MinFree)}
+	}
 	switch {
 	case opts.BlobThreshold == 0:
 		s.blobThreshold = DefaultBlobThreshold

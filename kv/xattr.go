@@ -93,6 +93,9 @@ func (s *Store) setXattr(actor *Actor, ino uint64, name string, value []byte, fl
 	if err := checkXattrName(name); err != nil {
 		return err
 	}
+	if err := s.space.check(len(value)); err != nil {
+		return err
+	}
 	switch {
 	case len(value) > MaxXattrValue:
 		return ErrTooBig

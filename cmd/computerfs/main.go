@@ -153,6 +153,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	background := fset.Bool("background", false, "run as a daemon; return once the mount answers")
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
+	minFreeMiB := fset.Int64("min-free", 0, "MiB the store keeps free on its file system: below it, writes and new names fail with ENOSPC, removing still works (0: twice --memtable-size plus 64; -1: none)")
 	memtableMiB := fset.Int64("memtable-size", 64, "largest Pebble memtable in MiB: up to two are in memory while big files are written (32 saves ~80 MiB of peak memory for ~10% of write throughput)")
 	debug := fset.Bool("debug", false, "log every FUSE request")
 	blobKiB := fset.Int64("blob-threshold", kv.DefaultBlobThreshold>>10, "size in KiB past which a file's data moves out of Pebble into a file of its own under the store (-1: never)")
@@ -232,7 +233,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private,
-		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
+		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, MinFree: minFree(*minFreeMiB), BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
 		Sandbox: sb,
 	})
 	if err != nil {
@@ -352,6 +353,14 @@ func cmdFsck(args []string, stdout, stderr io.Writer) error {
 
 // blobThreshold turns --blob-threshold (KiB, -1: never) into bytes for
 // kv.Options (0 there means the default, so a threshold of 0 KiB is 1 byte).
+// minFree turns --min-free (MiB; -1: none) into kv.Options.MinFree.
+func minFree(mib int64) int64 {
+	if mib < 0 {
+		return -1
+	}
+	return mib << 20
+}
+
 func blobThreshold(kib int64) int64 {
 	switch {
 	case kib < 0:
