@@ -637,3 +637,59 @@ func TestPassthroughCreates(t *testing.T) {
 		t.Fatalf("unclosed after the kill: %d bytes, %v; want %d", len(got), err, len(big))
 	}
 }
+
+// TestNoSpaceOnMount: on a nearly full file system, programs on the mount
+// get ENOSPC for new files and directories while rm works and the daemon
+// keeps serving; when the file system is full, mount fails at once with a
+// clear error; once space is back, everything written before is there.
+func TestNoSpaceOnMount(t *testing.T) {
+	requireRoot(t)
+	fsDir := t.TempDir()
+	if err := syscall.Mount("tmpfs", fsDir, "tmpfs", 0, "size=256m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Unmount(fsDir, syscall.MNT_DETACH) }) // after the mount's own cleanup
+	store := filepath.Join(fsDir, "store")
+	m := testmount.Start(t, store) // the default reserve: 192 MiB
+	writeFile(t, filepath.Join(m.Dir, "keep"), []byte("kept\n"))
+	writeFile(t, filepath.Join(m.Dir, "old"), []byte("old\n"))
+	ballast := filepath.Join(fsDir, "ballast")
+	writeFile(t, ballast, make([]byte, 150<<20)) // leaves about 100 MiB
+	sh := func(script string) (string, error) {
+		out, err := exec.Command("sh", "-c", script).CombinedOutput()
+		return string(out), err
+	}
+	for _, script := range []string{"echo x > new", "mkdir dir", "ln keep keep2", "setfattr -n user.a -v 1 keep"} {
+		if out, err := sh("cd " + m.Dir + " && " + script); err == nil || !strings.Contains(out, "No space left on device") {
+			t.Errorf("%s below the reserve: %v %s", script, err, out)
+		}
+	}
+	if out, err := sh("rm " + filepath.Join(m.Dir, "old")); err != nil {
+		t.Fatalf("rm below the reserve: %v %s", err, out)
+	}
+	m.Unmount(t)
+
+	// Full: mount says why and exits.
+	f, err := os.OpenFile(ballast, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 1<<20))
+	}
+	f.Close()
+	start := time.Now()
+	out, err := exec.Command(testmount.Binary(t), "mount", "--background", "--store", store, m.Dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no space left on device") || time.Since(start) > 20*time.Second {
+		t.Fatalf("mount on a full file system: %v after %v: %s", err, time.Since(start), out)
+	}
+	os.Remove(ballast)
+	m.Remount(t)
+	if got, err := os.ReadFile(filepath.Join(m.Dir, "keep")); err != nil || string(got) != "kept\n" {
+		t.Fatalf("keep after remounting: %q %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(m.Dir, "old")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("old after remounting: %v", err)
+	}
+	writeFile(t, filepath.Join(m.Dir, "new"), []byte("x"))
+}
