@@ -353,14 +353,6 @@ func cmdFsck(args []string, stdout, stderr io.Writer) error {
 
 // blobThreshold turns --blob-threshold (KiB, -1: never) into bytes for
 // kv.Options (0 there means the default, so a threshold of 0 KiB is 1 byte).
-// minFree turns --min-free (MiB; -1: none) into kv.Options.MinFree.
-func minFree(mib int64) int64 {
-	if mib < 0 {
-		return -1
-	}
-	return mib << 20
-}
-
 func blobThreshold(kib int64) int64 {
 	switch {
 	case kib < 0:
@@ -369,4 +361,12 @@ func blobThreshold(kib int64) int64 {
 		return 1
 	}
 	return kib << 10
+}
+
+// minFree turns --min-free (MiB; -1: none) into kv.Options.MinFree.
+func minFree(mib int64) int64 {
+	if mib < 0 {
+		return -1
+	}
+	return mib << 20
 }
