@@ -63,9 +63,7 @@ func GC(stateDir string) ([]string, error) {
 	}
 	// Cgroups without state (the state was removed, the cgroup was not).
 	parent := cgroupParent(stateDir)
-	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent + "/cfs-*")
-	v2, _ := filepath.Glob("/sys/fs/cgroup/" + parent + "/cfs-*")
-	for _, dir := range append(dirs, v2...) {
+	for _, dir := range cgroupDirs(parent + "/cfs-*") {
 		id := strings.TrimSuffix(filepath.Base(dir), "-init") // pid 1's own pids cgroup
 		if live[id] {
 			continue
@@ -95,16 +93,21 @@ func GC(stateDir string) ([]string, error) {
 // stays. The default state directory's parent is shared by every daemon on
 // the host and stays too.
 func removeParents(parent string) error {
-	v1, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
-	v2, _ := filepath.Glob("/sys/fs/cgroup/" + parent)
-	dirs := append(v1, v2...)
 	var errs []error
-	for _, dir := range dirs {
+	for _, dir := range cgroupDirs(parent) {
 		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.EBUSY) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cgroupDirs lists the cgroups matching pattern (relative to a hierarchy's
+// root) in every v1 hierarchy and in a unified (v2-only) one.
+func cgroupDirs(pattern string) []string {
+	v1, _ := filepath.Glob("/sys/fs/cgroup/*/" + pattern)
+	v2, _ := filepath.Glob("/sys/fs/cgroup/" + pattern)
+	return append(v1, v2...)
 }
 
 func contains(list []string, s string) bool {
