@@ -49,7 +49,7 @@ const (
 // check returns ErrNoSpace (wrapped, with the figures) if a change of n
 // bytes must not be made.
 func (g *spaceGuard) check(n int) error {
-	if g == nil || g.reserve == 0 {
+	if g == nil { // Options.MinFree < 0
 		return nil
 	}
 	if g.bytes.Add(int64(n)) >= spaceCheckBytes || time.Now().UnixNano() >= g.next.Load() {
