@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/computerfs/computerfs/internal/testmount"
+	"github.com/computerfs/computerfs/kv"
 )
 
 // TestParseSince: --since takes a sequence number, a duration back from
@@ -129,5 +133,88 @@ func TestLogFollow(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("log --follow after SIGINT: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestLogHostileNames: names are the agent's to choose. `computerfs log`
+// prints each record on one line that holds no control character, however
+// the names that it shows are made: a newline cannot forge a record, an
+// escape cannot reach the terminal, and a quoted name reads back as the
+// bytes it has.
+func TestLogHostileNames(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
+	bin := testmount.Binary(t)
+	names := []string{
+		"plain.txt",
+		"x\n2026-01-01T00:00:00.000Z 1 remove secrets by tools",
+		"title\x1b]0;owned\x07",
+		"clear\x1b[2J\x1b[H",
+		"rtl\u202etxt.exe",
+		"bad\xff\xfeutf8",
+		"cr\rhidden",
+		"\"looks-quoted\"",
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(m.Dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(filepath.Join(m.Dir, names[1]), filepath.Join(m.Dir, "tab\there")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "log", "-w", m.Dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("log: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	// One create (and one write) per name, one rename: every line must
+	// start as a record does, with a time and a sequence number.
+	if len(lines) < len(names)+1 {
+		t.Fatalf("%d lines for %d names and a rename:\n%s", len(lines), len(names), out)
+	}
+	for _, l := range lines {
+		if _, err := time.Parse("2006-01-02T15:04:05.000Z", strings.SplitN(l, " ", 2)[0]); err != nil {
+			t.Errorf("a line that is not a record: %q", l)
+		}
+		for _, r := range l {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u202e' {
+				t.Errorf("line %q holds %U", l, r)
+			}
+		}
+		if strings.Contains(l, "remove secrets by tools") && !strings.Contains(l, `\n2026`) {
+			t.Errorf("the forged record is not shown as part of a name: %q", l)
+		}
+	}
+	// A quoted name reads back as its bytes. (Bytes that are not UTF-8
+	// reach the client as U+FFFD: the control socket speaks JSON.)
+	for _, n := range names[2:7] {
+		if !utf8.ValidString(n) {
+			continue
+		}
+		q := strconv.Quote("/" + n)
+		if !strings.Contains(string(out), q) {
+			t.Errorf("%q is not shown as %s:\n%s", n, q, out)
+		}
+	}
+	if !strings.Contains(string(out), " /plain.txt ") {
+		t.Errorf("a plain name is quoted:\n%s", out)
+	}
+}
+
+// TestAuditStringHostile: a tool call's arguments, result and error are
+// the agent's text; `computerfs log --tools` shows each call on one line
+// with no control or format character in it.
+func TestAuditStringHostile(t *testing.T) {
+	for _, r := range []kv.AuditRecord{
+		{ID: 1, Tool: "read", Args: "{\"path\":\"a\u202eb\"}", Done: true, Error: "open a\n2026-01-01T00:00:00.000Z #2 write {} -> ok\x1b[2J"},
+		{ID: 2, Tool: "exec", Args: `{"command":"x"}`, Done: true, Result: "exit 0\r\x1b]0;t\x07", Backend: "shell\n"},
+		{ID: 3, Tool: "edit\x1b[31m", Args: "{}", Done: true, Refused: "policy deny", Error: "refused \u2066x"},
+	} {
+		s := AuditString(r)
+		for _, c := range s {
+			if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || unicode.Is(unicode.Cf, c) {
+				t.Errorf("record %d: %q holds %U", r.ID, s, c)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/computerfs/computerfs/internal/textsafe"
 	"io"
 	"log/slog"
 	"net/http"
@@ -196,21 +197,21 @@ func (w *Workspace) Close() error { return w.closeStore() }
 // arguments, then the outcome, duration, backend and journal records.
 func AuditString(r kv.AuditRecord) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s #%d %s %s", time.Unix(0, r.Start).UTC().Format("2006-01-02T15:04:05.000Z"), r.ID, r.Tool, r.Args)
+	fmt.Fprintf(&b, "%s #%d %s %s", time.Unix(0, r.Start).UTC().Format("2006-01-02T15:04:05.000Z"), r.ID, textsafe.Name(r.Tool), textsafe.Text(r.Args))
 	switch {
 	case !r.Done:
 		b.WriteString(" -> running (or interrupted)")
 		return b.String()
 	case r.Refused != "":
-		fmt.Fprintf(&b, " -> REFUSED: %s", r.Error)
+		fmt.Fprintf(&b, " -> REFUSED: %s", textsafe.Text(r.Error))
 	case r.Error != "":
-		fmt.Fprintf(&b, " -> ERROR: %s", r.Error)
+		fmt.Fprintf(&b, " -> ERROR: %s", textsafe.Text(r.Error))
 	default:
-		fmt.Fprintf(&b, " -> %s", r.Result)
+		fmt.Fprintf(&b, " -> %s", textsafe.Text(r.Result))
 	}
 	fmt.Fprintf(&b, " (%s", time.Duration(r.DurationNs).Round(time.Microsecond))
 	if r.Backend != "" {
-		b.WriteString(", " + r.Backend)
+		b.WriteString(", " + textsafe.Name(r.Backend))
 	}
 	switch {
 	case r.Journal == 1:

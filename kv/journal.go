@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/computerfs/computerfs/internal/textsafe"
 	"strings"
 	"sync"
 	"time"
@@ -323,12 +324,14 @@ func (s *Store) ReadJournal(after uint64, fn func(Record) bool) error {
 }
 
 // String formats a record for people: time, sequence, operation, path(s),
-// size and actor.
+// size and actor. Names are the agent's: one with a control character, a
+// newline or bytes that are not UTF-8 is quoted (textsafe.Name), so that
+// it can neither drive the terminal nor forge a line.
 func (r *Record) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s %s", r.Seq, r.Op, r.Path)
+	fmt.Fprintf(&b, "%d %s %s", r.Seq, r.Op, textsafe.Name(r.Path))
 	if r.Path2 != "" {
-		fmt.Fprintf(&b, " -> %s", r.Path2)
+		fmt.Fprintf(&b, " -> %s", textsafe.Name(r.Path2))
 	}
 	if r.Op == JWrite || r.Op == JTruncate || r.Op == JFallocate || r.Op == JRefresh {
 		fmt.Fprintf(&b, " size=%d", r.Size)
@@ -341,21 +344,21 @@ func (r *Record) String() string {
 func (a Actor) String() string {
 	var parts []string
 	if a.Entry != "" {
-		e := a.Entry
+		e := textsafe.Name(a.Entry)
 		if a.Request != "" {
-			e += " #" + a.Request
+			e += " #" + textsafe.Name(a.Request)
 		}
 		parts = append(parts, e)
 	}
 	if a.Pid != 0 {
 		p := fmt.Sprintf("pid %d", a.Pid)
 		if a.Comm != "" {
-			p += " (" + a.Comm + ")"
+			p += " (" + textsafe.Name(a.Comm) + ")"
 		}
 		parts = append(parts, p, fmt.Sprintf("uid %d", a.Uid))
 	}
 	if a.Sandbox != "" {
-		parts = append(parts, "sandbox "+a.Sandbox)
+		parts = append(parts, "sandbox "+textsafe.Name(a.Sandbox))
 	}
 	if len(parts) == 0 {
 		return "unknown"

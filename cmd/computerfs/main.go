@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/computerfs/computerfs/internal/textsafe"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,7 +49,7 @@ func main() {
 	sandbox.Init() // the sandbox backend starts this binary again as a sandbox's init
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errSilent) {
-			fmt.Fprintln(os.Stderr, "computerfs:", err)
+			fmt.Fprintln(os.Stderr, "computerfs:", textsafe.Text(err.Error()))
 		}
 		os.Exit(exitCode(err))
 	}
@@ -339,7 +340,7 @@ func cmdFsck(args []string, stdout, stderr io.Writer) error {
 	defer s.Close()
 	problems, err := s.Check(*limit)
 	for _, p := range problems {
-		fmt.Fprintln(stdout, p)
+		fmt.Fprintln(stdout, textsafe.Text(p))
 	}
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/computerfs/computerfs/internal/textsafe"
 	"io"
 	"os/signal"
 	"syscall"
@@ -78,9 +79,9 @@ func refreshExit(rep sources.RefreshReport) error {
 
 func printRefresh(w io.Writer, rep sources.RefreshReport) {
 	for _, s := range rep.Sources {
-		fmt.Fprintf(w, "%s (%s)", s.Path, s.Kind)
+		fmt.Fprintf(w, "%s (%s)", textsafe.Name(s.Path), s.Kind)
 		if s.Note != "" {
-			fmt.Fprintf(w, ": %s", s.Note)
+			fmt.Fprintf(w, ": %s", textsafe.Text(s.Note))
 		}
 		fmt.Fprintln(w)
 		for _, l := range []struct {
@@ -88,14 +89,14 @@ func printRefresh(w io.Writer, rep sources.RefreshReport) {
 			paths []string
 		}{{"updated", s.Updated}, {"added", s.Added}, {"removed", s.Removed}} {
 			for _, p := range l.paths {
-				fmt.Fprintf(w, "  %-8s %s\n", l.tag, p)
+				fmt.Fprintf(w, "  %-8s %s\n", l.tag, textsafe.Name(p))
 			}
 		}
 		for _, c := range s.Conflicts {
-			fmt.Fprintf(w, "  %-8s %s: %s\n", "kept", c.Path, c.Reason)
+			fmt.Fprintf(w, "  %-8s %s: %s\n", "kept", textsafe.Name(c.Path), textsafe.Text(c.Reason))
 		}
 		if s.Error != "" {
-			fmt.Fprintf(w, "  error    %s\n", s.Error)
+			fmt.Fprintf(w, "  error    %s\n", textsafe.Text(s.Error))
 		}
 	}
 }
@@ -127,7 +128,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d)\n", st.Mountpoint, st.Store, st.Pid)
 	for _, s := range st.Sources {
-		fmt.Fprintf(stdout, "  %-20s %-7s %-16s %s\n", s.Path, s.Kind, "sync: "+s.Sync, s.From)
+		fmt.Fprintf(stdout, "  %-20s %-7s %-16s %s\n", textsafe.Name(s.Path), s.Kind, "sync: "+s.Sync, textsafe.Text(s.From))
 		if s.SyncState != nil {
 			printSyncState(stdout, s.SyncState)
 		}

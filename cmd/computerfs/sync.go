@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/computerfs/computerfs/internal/textsafe"
 	"io"
 	"os/signal"
 	"syscall"
@@ -61,18 +62,18 @@ func printSync(w io.Writer, rep syncer.Report) {
 			continue
 		}
 		fmt.Fprintf(w, "%s (%s): %d uploaded, %d deleted, %d conflicts, %d errors\n",
-			s.Path, s.Kind, len(s.Uploaded), len(s.Deleted), len(s.Conflicts), len(s.Errors))
+			textsafe.Name(s.Path), s.Kind, len(s.Uploaded), len(s.Deleted), len(s.Conflicts), len(s.Errors))
 		for _, p := range s.Uploaded {
-			fmt.Fprintf(w, "  uploaded %s\n", p)
+			fmt.Fprintf(w, "  uploaded %s\n", textsafe.Name(p))
 		}
 		for _, p := range s.Deleted {
-			fmt.Fprintf(w, "  deleted  %s\n", p)
+			fmt.Fprintf(w, "  deleted  %s\n", textsafe.Name(p))
 		}
 		for _, c := range s.Conflicts {
-			fmt.Fprintf(w, "  conflict %s: %s\n", c.Path, c.Reason)
+			fmt.Fprintf(w, "  conflict %s: %s\n", textsafe.Name(c.Path), textsafe.Text(c.Reason))
 		}
 		for _, e := range s.Errors {
-			fmt.Fprintf(w, "  error    %s\n", e)
+			fmt.Fprintf(w, "  error    %s\n", textsafe.Text(e))
 		}
 	}
 }
@@ -82,20 +83,20 @@ func printSync(w io.Writer, rep syncer.Report) {
 func printGitSync(w io.Writer, s *syncer.SourceReport) {
 	what := "up to date"
 	if s.Pushed != "" {
-		what = fmt.Sprintf("pushed %.12s to %s", s.Pushed, s.Branch)
+		what = fmt.Sprintf("pushed %.12s to %s", s.Pushed, textsafe.Name(s.Branch))
 	}
-	fmt.Fprintf(w, "%s (git): %s, %d conflicts, %d errors\n", s.Path, what, len(s.Conflicts), len(s.Errors))
+	fmt.Fprintf(w, "%s (git): %s, %d conflicts, %d errors\n", textsafe.Name(s.Path), what, len(s.Conflicts), len(s.Errors))
 	if s.Commit != "" {
 		fmt.Fprintf(w, "  committed %.12s (%d changes)\n", s.Commit, len(s.Committed))
 		for _, c := range s.Committed {
-			fmt.Fprintf(w, "    %s\n", c)
+			fmt.Fprintf(w, "    %s\n", textsafe.Name(c))
 		}
 	}
 	for _, c := range s.Conflicts {
-		fmt.Fprintf(w, "  conflict %s: %s\n", c.Path, c.Reason)
+		fmt.Fprintf(w, "  conflict %s: %s\n", textsafe.Name(c.Path), textsafe.Text(c.Reason))
 	}
 	for _, e := range s.Errors {
-		fmt.Fprintf(w, "  error    %s\n", e)
+		fmt.Fprintf(w, "  error    %s\n", textsafe.Text(e))
 	}
 }
 
@@ -103,13 +104,13 @@ func printGitSync(w io.Writer, s *syncer.SourceReport) {
 func printSyncState(w io.Writer, s *syncer.SourceStatus) {
 	last := "never"
 	if !s.Last.Time.IsZero() {
-		last = fmt.Sprintf("%s: %s", s.Last.Time.Local().Format(time.DateTime), s.Last.Result)
+		last = fmt.Sprintf("%s: %s", s.Last.Time.Local().Format(time.DateTime), textsafe.Text(s.Last.Result))
 	}
 	fmt.Fprintf(w, "      mode %s, %d pending, last sync %s\n", s.Mode, s.Pending, last)
 	if s.NextRetry != nil {
 		fmt.Fprintf(w, "      retrying at %s\n", s.NextRetry.Local().Format(time.TimeOnly))
 	}
 	for _, c := range s.Conflicts {
-		fmt.Fprintf(w, "      conflict %s: %s\n", c.Path, c.Reason)
+		fmt.Fprintf(w, "      conflict %s: %s\n", textsafe.Name(c.Path), textsafe.Text(c.Reason))
 	}
 }
