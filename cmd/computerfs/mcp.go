@@ -29,6 +29,9 @@ func cmdMCP(args []string, stderr io.Writer) error {
 	mount := fset.String("w", "", "the workspace's mount point")
 	listen := fset.String("listen", "", "serve streamable HTTP on this address (as 127.0.0.1:8765) instead of stdio")
 	tokenFile := fset.String("token-file", "", "with --listen: the bearer token is this file's content (default: $COMPUTERFS_MCP_TOKEN, else a new one printed to stderr)")
+	tlsCert := fset.String("tls-cert", "", "with --listen: serve HTTPS with this certificate (PEM; with --tls-key)")
+	tlsKey := fset.String("tls-key", "", "with --listen: the certificate's private key (PEM)")
+	insecure := fset.Bool("insecure-http", false, "with --listen: allow plain HTTP on an address other hosts can reach (the token and every file then cross the network in clear)")
 	pos, err := parseInterleaved(fset, args)
 	if err != nil {
 		return err
@@ -36,6 +39,29 @@ func cmdMCP(args []string, stderr io.Writer) error {
 	if *mount == "" || len(pos) != 0 {
 		fset.Usage()
 		return &exitError{2, errors.New("mcp needs -w MOUNTPOINT")}
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return &exitError{2, errors.New("--tls-cert and --tls-key go together")}
+	}
+	if *listen == "" && (*tlsCert != "" || *insecure || *tokenFile != "") {
+		return &exitError{2, errors.New("--tls-cert, --tls-key, --insecure-http and --token-file need --listen")}
+	}
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+	}
+	if *listen != "" && scheme == "http" {
+		remote, err := reachableFromOtherHosts(*listen)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		if remote && !*insecure {
+			return &exitError{2, fmt.Errorf("--listen %s: other hosts could connect, over plain HTTP: the bearer token and every file would cross the network in clear. "+
+				"Listen on a loopback address (127.0.0.1:PORT, behind a TLS proxy of your own), or give --tls-cert and --tls-key, or say --insecure-http", *listen)}
+		}
+		if remote {
+			fmt.Fprintf(stderr, "computerfs mcp: warning: plain HTTP on %s, which other hosts can reach (--insecure-http)\n", *listen)
+		}
 	}
 	c, err := computerfs.Dial(*mount)
 	if err != nil {
@@ -69,7 +95,7 @@ func cmdMCP(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "computerfs mcp: serving %s on http://%s/mcp\n", *mount, l.Addr())
+	fmt.Fprintf(stderr, "computerfs mcp: serving %s on %s://%s/mcp\n", *mount, scheme, l.Addr())
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", tools.HTTPHandler(c, version, token, log))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -79,8 +105,40 @@ func cmdMCP(args []string, stderr io.Writer) error {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if scheme == "https" {
+		err = srv.ServeTLS(l, *tlsCert, *tlsKey)
+	} else {
+		err = srv.Serve(l)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// reachableFromOtherHosts reports whether a listen address accepts
+// connections from other hosts: any address but a loopback one. An empty
+// host (":8765") and the unspecified addresses mean every interface; a
+// name counts as loopback only if every address it resolves to is.
+func reachableFromOtherHosts(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("--listen %q: want HOST:PORT, as 127.0.0.1:8765", addr)
+	}
+	if host == "" {
+		return true, nil
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		return !ip.IsLoopback(), nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil {
+		return false, fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return true, nil
+		}
+	}
+	return len(ips) == 0, nil
 }
