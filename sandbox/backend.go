@@ -23,6 +23,13 @@ type Backend struct {
 
 var _ backend.Backend = (*Backend)(nil)
 
+// DefaultMaxOutput bounds a command's stdout and stderr together when
+// neither the request nor Base sets a limit: the shell fast path's default
+// (shell.DefaultMaxOutput), so that a command that prints without end
+// (`yes`) is stopped with status 125 on either backend instead of making
+// the daemon read and pass on output until its timeout.
+const DefaultMaxOutput = 64 << 20
+
 // Name is "sandbox".
 func (b *Backend) Name() string { return "sandbox" }
 
@@ -38,10 +45,13 @@ func (b *Backend) Exec(ctx context.Context, command string, opts backend.Options
 	if opts.Timeout > 0 && (o.Limits.Timeout == 0 || opts.Timeout < o.Limits.Timeout) {
 		o.Limits.Timeout = opts.Timeout
 	}
-	if opts.MaxOutput > 0 {
+	switch {
+	case opts.MaxOutput > 0:
 		o.Limits.OutputBytes = opts.MaxOutput
-	} else if opts.MaxOutput < 0 {
+	case opts.MaxOutput < 0:
 		o.Limits.OutputBytes = 0
+	case o.Limits.OutputBytes == 0:
+		o.Limits.OutputBytes = DefaultMaxOutput
 	}
 	switch opts.Network {
 	case "", string(NetworkNone):
