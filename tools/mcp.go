@@ -69,7 +69,10 @@ var defs = []toolDef{
 	def[FindArgs, FindResult]("find", descFind, map[string][2]float64{"limit": {FindMax, FindDefault}}),
 	def[GrepArgs, GrepResult]("grep", descGrep, map[string][2]float64{"limit": {GrepMax, GrepDefault}, "context": {GrepMaxContext, 0}}),
 	def[DeleteArgs, DeleteResult]("delete", descDelete, nil),
-	def[ExecArgs, ExecResult]("exec", descExec, map[string][2]float64{"timeoutMs": {float64(10 * time.Minute / time.Millisecond), float64(DefaultTimeout / time.Millisecond)}}),
+	// exec's timeoutMs has neither a default nor a maximum in the schema:
+	// both are the policy's, which only the daemon knows, and the SDK
+	// would fill a schema default into every call that gives none.
+	def[ExecArgs, ExecResult]("exec", descExec, nil),
 }
 
 func addTool[In any, Out texter](s *mcp.Server, c Caller, t *mcp.Tool) {
