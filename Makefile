@@ -59,6 +59,7 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzCommand -fuzztime 30s -fuzzminimizetime 5s ./sandbox/
 	$(GO) test -run '^$$' -fuzz FuzzConfinement -fuzztime 1m -fuzzminimizetime 5s ./tools/
 	$(GO) test -run '^$$' -fuzz FuzzMatchPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzTreePath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh

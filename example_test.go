@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/spec"
@@ -32,12 +35,24 @@ func ExampleOpen() {
 		}
 	}
 
+	// Served over HTTP (git http-backend): git-clone takes urls of the
+	// hosts the policy lists, never a path of the host.
+	execPath, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(&cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
+		Env: []string{"GIT_PROJECT_ROOT=" + tmp, "GIT_HTTP_EXPORT_ALL=1"}})
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
 	sp, err := spec.Parse([]byte(`
 sources:
   - path: /notes/HOWTO.md
     content: "Reproduce, then fix.\n"
 policy:
   read_only_paths: ["/repo/.git"]
+  git_clone_hosts: ["`+host+`"]
   exec: {backends: [shell]}
 `), "triage.yaml", tmp)
 	if err != nil {
@@ -58,7 +73,7 @@ policy:
 		log.Fatal(err)
 	}
 	fmt.Println(w.Text())
-	if _, err := t.GitClone(ctx, tools.GitCloneArgs{URL: repo, Path: "repo"}); err != nil {
+	if _, err := t.GitClone(ctx, tools.GitCloneArgs{URL: srv.URL + "/app", Path: "repo"}); err != nil {
 		log.Fatal(err)
 	}
 	g, err := t.Grep(ctx, tools.GrepArgs{Path: "repo", Query: `parse("")`})

@@ -35,7 +35,8 @@ func (w *Workspace) startSyncer(opts MountOptions) error {
 			}
 			srcs = append(srcs, syncer.Source{Index: i, Path: s.Path, Kind: "s3", Prefix: s.S3.Prefix,
 				Target: &syncer.S3Target{Client: client, Bucket: s.S3.Bucket,
-					Mode: syncer.Conditional(cmp.Or(s.S3.Conditional, string(syncer.Auto)))}})
+					Mode:        syncer.Conditional(cmp.Or(s.S3.Conditional, string(syncer.Auto))),
+					MaxFileSize: int64(s.S3.MaxFileSize)}})
 		}
 		so.Debounce, so.Retention = syncTimes(w.spec.Sync)
 	}
@@ -65,7 +66,8 @@ func gitTarget(g *spec.Git) (*syncer.GitTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &syncer.GitTarget{URL: url, Auth: auth, Branch: g.Branch, Name: name, Email: email, Message: g.Message}, nil
+	return &syncer.GitTarget{URL: url, Auth: auth, Branch: g.Branch, Name: name, Email: email, Message: g.Message,
+		MaxFileSize: int64(g.MaxFileSize)}, nil
 }
 
 // syncTimes reads the spec's debounce and retention (0: the defaults).

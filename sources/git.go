@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -95,7 +96,12 @@ func (im *Importer) cloneWithGoGit(ctx context.Context, idx int, src *spec.Sourc
 	if err != nil {
 		return fmt.Errorf("git %s: commit %s: %w", g.URL, head, err)
 	}
-	files, err := treeFiles(commit)
+	files, err := treeFiles(commit, func(p string) error {
+		if _, err := im.Spec.TreeFile(idx, p); err != nil {
+			return fmt.Errorf("git %s: the tree to check out has a path the workspace refuses: %w", g.URL, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -130,9 +136,10 @@ func (im *Importer) recordGitOrigins(idx int, src *spec.Source, repo *git.Reposi
 	return nil
 }
 
-// treeFiles counts the files of a commit's tree, for progress; it reads
-// tree objects only, not the files' contents.
-func treeFiles(c *object.Commit) (int64, error) {
+// treeFiles counts the files of a commit's tree, for progress, and
+// checks every path with check; it reads tree objects only, not the
+// files' contents.
+func treeFiles(c *object.Commit, check func(string) error) (int64, error) {
 	tree, err := c.Tree()
 	if err != nil {
 		return 0, err
@@ -141,12 +148,17 @@ func treeFiles(c *object.Commit) (int64, error) {
 	defer w.Close()
 	var n int64
 	for {
-		_, e, err := w.Next()
+		name, e, err := w.Next()
 		if err == io.EOF {
 			return n, nil
 		}
 		if err != nil {
 			return n, err
+		}
+		if e.Mode != filemode.Dir {
+			if err := check(name); err != nil {
+				return n, err
+			}
 		}
 		if e.Mode.IsFile() {
 			n++

@@ -89,6 +89,11 @@ func (im *Importer) cloneWithCLI(ctx context.Context, gitBin string, idx int, sr
 	if err != nil {
 		return err
 	}
+	for _, e := range entries {
+		if _, err := im.Spec.TreeFile(idx, e.path); err != nil {
+			return fmt.Errorf("git %s: the tree to check out has a path the workspace refuses: %w", g.URL, err)
+		}
+	}
 	if err := im.fs.Mkdir(src.Path, 0o755); err != nil {
 		return err
 	}
@@ -142,9 +147,9 @@ func parseLsTree(out []byte) ([]treeEntry, error) {
 // streamed by one git cat-file --batch, and returns the index describing
 // them.
 func (im *Importer) checkoutBlobs(ctx context.Context, gitBin, repo string, idx int, dst string, entries []treeEntry) (*index.Index, error) {
-	cmd := exec.CommandContext(ctx, gitBin, "cat-file", "--batch")
+	cmd := exec.CommandContext(ctx, gitBin, append(confinedArgs(), "cat-file", "--batch")...)
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Env = gitEnv(nil)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -268,12 +273,13 @@ func (im *Importer) writeBlob(r *bufio.Reader, parent uint64, name string, mode 
 	return a, nil
 }
 
-// runGit runs git in dir and returns its output.
+// runGit runs git in dir (a scratch directory of the daemon's, never the
+// workspace) and returns its output. What steers it is the daemon's:
+// the spec's url and credentials, confinedArgs and gitEnv.
 func runGit(ctx context.Context, gitBin, dir string, env []string, stdin io.Reader, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, gitBin, args...)
+	cmd := exec.CommandContext(ctx, gitBin, append(confinedArgs(), args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=", "LC_ALL=C")
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = gitEnv(env)
 	cmd.Stdin = stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -305,7 +311,52 @@ func cliAuth(g *spec.Git, url string) (args, env []string, err error) {
 	case *gitssh.PublicKeys:
 		env = append(env, "GIT_SSH_COMMAND=ssh -i '"+strings.ReplaceAll(g.SSHKey, "'", `'\''`)+"' -o IdentitiesOnly=yes -o BatchMode=yes")
 	}
-	return args, append(env, "GIT_CONFIG_PARAMETERS="), nil
+	return args, env, nil
+}
+
+// confinedArgs are the options every git command of the import starts
+// with: no hooks, no fsmonitor, no ext:: or fd:: transports (only the
+// protocols a spec's url may use), nothing run on the way.
+func confinedArgs() []string {
+	return []string{
+		"-c", "core.hooksPath=/dev/null",
+		"-c", "core.fsmonitor=false",
+		"-c", "protocol.allow=never",
+		"-c", "protocol.file.allow=always",
+		"-c", "protocol.http.allow=always",
+		"-c", "protocol.https.allow=always",
+		"-c", "protocol.ssh.allow=always",
+		"-c", "protocol.git.allow=always",
+		"-c", "submodule.recurse=false",
+		"-c", "credential.helper=",
+		"-c", "core.askPass=",
+	}
+}
+
+// keptGitEnv are the git variables of the daemon's environment that the
+// import's git keeps (how to reach an ssh or https server); every other
+// GIT_* variable is dropped.
+var keptGitEnv = map[string]bool{"GIT_SSH": true, "GIT_SSH_COMMAND": true, "GIT_SSH_VARIANT": true,
+	"GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true}
+
+// gitEnv is the environment of the import's git: the daemon's, without
+// GIT_* variables other than keptGitEnv, with neither the system's nor a
+// user's git configuration (no url.insteadOf, include or credential
+// helper of the host's applies: the spec says where to connect), no
+// prompts, then extra.
+func gitEnv(extra []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GIT_") && !keptGitEnv[name] {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_SYSTEM=/dev/null", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=", "LC_ALL=C",
+		"GIT_ALLOW_PROTOCOL=file:http:https:ssh:git", "GIT_PROTOCOL_FROM_USER=0", "GIT_NO_REPLACE_OBJECTS=1")
+	return append(env, extra...)
 }
 
 func timeFromNs(ns int64) time.Time { return time.Unix(0, ns) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"path"
@@ -12,15 +13,15 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/computerfs/computerfs/internal/safegit"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
@@ -142,6 +143,9 @@ func (r *Refresher) originFiles(idx int, dir string) (map[string]localFile, erro
 
 func (r *Refresher) refreshS3(ctx context.Context, idx int, src *spec.Source, rep *SourceReport) error {
 	c := src.S3
+	if err := safegit.RealDir(r.FS, src.Path); err != nil {
+		return fmt.Errorf("the source's directory: %w", err)
+	}
 	client, err := NewS3Client(ctx, c, r.HTTPClient)
 	if err != nil {
 		return err
@@ -178,7 +182,7 @@ func (r *Refresher) refreshS3(ctx context.Context, idx int, src *spec.Source, re
 		return err
 	}
 	set := map[string][]byte{}
-	var del []string
+	var del, skipped []string
 	conflict := func(p, reason string) { rep.Conflicts = append(rep.Conflicts, Conflict{p, reason}) }
 	keys := make([]string, 0, len(remote))
 	for k := range remote {
@@ -213,15 +217,24 @@ func (r *Refresher) refreshS3(ctx context.Context, idx int, src *spec.Source, re
 			conflict(s3Path(src.Path, c, k), "deleted here and changed upstream")
 			continue
 		default: // new upstream
-			p := s3Path(src.Path, c, k)
-			if p == "" {
-				continue // a key that is not a path, as at import
+			rel, marker, valid := s3Rel(c, k)
+			if rel == "" || marker {
+				continue // a directory marker, as at import
+			}
+			p, err := r.Spec.TreeFile(idx, rel)
+			if !valid || err != nil {
+				skipped = append(skipped, k) // a key that is not a path, as at import
+				continue
 			}
 			if _, err := r.FS.Lstat(p); err == nil {
 				conflict(p, "made here and added upstream")
 				continue
 			}
-			if err := r.FS.MkdirAll(path.Dir(p), 0o755); err != nil {
+			if reason := r.throughLink(src.Path, rel, nil); reason != "" {
+				conflict(p, reason)
+				continue
+			}
+			if err := r.mkdirsNoFollow(src.Path, path.Dir(rel)); err != nil {
 				return err
 			}
 			n := kv.NewInode{Mode: kv.S_IFREG | 0o644, Mtime: o.mtime.UnixNano(),
@@ -260,6 +273,11 @@ func (r *Refresher) refreshS3(ctx context.Context, idx int, src *spec.Source, re
 	if len(rep.Updated)+len(rep.Added)+len(rep.Removed)+len(rep.Conflicts) == 0 {
 		rep.Note = "up to date"
 	}
+	if len(skipped) > 0 {
+		sort.Strings(skipped)
+		r.Log.Warn("skipped objects whose keys are not paths", "source", src.Path, "count", len(skipped), "first", skipped[0])
+		rep.Note = strings.TrimPrefix(rep.Note+fmt.Sprintf("; skipped %d object(s) whose key is not a path the workspace takes (%q...)", len(skipped), skipped[0]), "; ")
+	}
 	return st.UpdateMeta(set, del)
 }
 
@@ -283,19 +301,20 @@ func (r *Refresher) notifyChanged(ino uint64) {
 // when no changed path has local edits (staged or not); otherwise it
 // reports the conflicting paths and leaves the checkout alone, with the
 // fetched commits in origin/BRANCH for the agent to merge.
+//
+// The fetch goes to the spec's url with the spec's credentials, whatever
+// the checkout's .git/config says (see internal/safegit), and a new tree
+// whose paths fail spec.CheckTreePath, or would be written through a
+// symbolic link, is refused whole: nothing of it is written.
 func (r *Refresher) refreshGit(ctx context.Context, idx int, src *spec.Source, rep *SourceReport) error {
 	g := src.Git
-	wt := r.FS.Billy(src.Path)
-	dot, err := wt.Chroot(".git")
-	if err != nil {
-		return err
-	}
-	st := filesystem.NewStorage(dot, cache.NewObjectLRUDefault())
-	defer st.Close()
-	repo, err := git.Open(st, wt)
+	url := GitURL(g.URL)
+	co, err := safegit.Open(r.FS, src.Path, url)
 	if err != nil {
 		return fmt.Errorf("open the checkout: %w", err)
 	}
+	defer co.Close()
+	repo := co.Repo
 	head, err := repo.Head()
 	if err != nil {
 		return err
@@ -305,16 +324,16 @@ func (r *Refresher) refreshGit(ctx context.Context, idx int, src *spec.Source, r
 		return nil
 	}
 	branch := head.Name().Short()
-	url := GitURL(g.URL)
 	auth, err := GitAuth(g, url)
 	if err != nil {
 		return err
 	}
-	err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Depth: g.Depth})
+	rem := co.Remote(config.RefSpec("+refs/heads/*:refs/remotes/" + safegit.RemoteName + "/*"))
+	err = rem.FetchContext(ctx, &git.FetchOptions{RemoteName: safegit.RemoteName, Auth: auth, Depth: g.Depth})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("git fetch %s: %w", g.URL, explainGitError(err))
 	}
-	upstream, err := repo.Reference(plumbing.NewRemoteReferenceName("origin", branch), true)
+	upstream, err := repo.Reference(plumbing.NewRemoteReferenceName(safegit.RemoteName, branch), true)
 	if err != nil {
 		return fmt.Errorf("origin/%s: %w", branch, err)
 	}
@@ -353,6 +372,21 @@ func (r *Refresher) refreshGit(ctx context.Context, idx int, src *spec.Source, r
 	if err != nil {
 		return err
 	}
+	// Every path the new tree brings must be one the import would take.
+	gone := map[string]bool{} // paths of the old tree that go away
+	for _, ch := range changes {
+		for _, e := range []object.ChangeEntry{ch.From, ch.To} {
+			if e.Name == "" {
+				continue
+			}
+			if _, err := r.Spec.TreeFile(idx, e.Name); err != nil {
+				return fmt.Errorf("origin/%s (%s) is fetched but not checked out: its tree has a path the workspace refuses: %w", branch, newC.Hash, err)
+			}
+		}
+		if ch.From.Name != "" && ch.From.Name != ch.To.Name {
+			gone[ch.From.Name] = true
+		}
+	}
 	ix, err := repo.Storer.Index()
 	if err != nil {
 		return err
@@ -367,18 +401,41 @@ func (r *Refresher) refreshGit(ctx context.Context, idx int, src *spec.Source, r
 		}
 		if reason := r.gitLocalEdit(src.Path, ix, p, from); reason != "" {
 			rep.Conflicts = append(rep.Conflicts, Conflict{path.Join(src.Path, p), reason})
+		} else if to.Name != "" {
+			if reason := r.throughLink(src.Path, to.Name, gone); reason != "" {
+				rep.Conflicts = append(rep.Conflicts, Conflict{path.Join(src.Path, p), reason})
+			}
 		}
 	}
 	if len(rep.Conflicts) > 0 {
 		rep.Note = fmt.Sprintf("origin/%s is fetched (%s); not fast-forwarded: paths it changes have local edits", branch, newC.Hash)
 		return nil
 	}
+	// Removals first, so that a directory that becomes a file (or a
+	// symbolic link that becomes a directory) is out of the way.
 	for _, ch := range changes {
 		action, err := ch.Action()
 		if err != nil {
 			return err
 		}
-		if err := r.applyGitChange(repo, idx, src.Path, ix, ch, action); err != nil {
+		if action == merkletrie.Delete || ch.From.Name != "" && ch.From.Name != ch.To.Name {
+			if err := r.removeGitFile(src.Path, ix, ch.From.Name); err != nil {
+				return err
+			}
+		}
+		if action == merkletrie.Delete {
+			rep.Removed = append(rep.Removed, path.Join(src.Path, ch.From.Name))
+		}
+	}
+	for _, ch := range changes {
+		action, err := ch.Action()
+		if err != nil {
+			return err
+		}
+		if action == merkletrie.Delete {
+			continue
+		}
+		if err := r.writeGitFile(repo, idx, src.Path, ix, ch.To); err != nil {
 			return err
 		}
 		p := path.Join(src.Path, ch.To.Name)
@@ -387,8 +444,6 @@ func (r *Refresher) refreshGit(ctx context.Context, idx int, src *spec.Source, r
 			rep.Added = append(rep.Added, p)
 		case merkletrie.Modify:
 			rep.Updated = append(rep.Updated, p)
-		case merkletrie.Delete:
-			rep.Removed = append(rep.Removed, path.Join(src.Path, ch.From.Name))
 		}
 	}
 	sort.Slice(ix.Entries, func(i, j int) bool { return ix.Entries[i].Name < ix.Entries[j].Name })
@@ -399,6 +454,59 @@ func (r *Refresher) refreshGit(ctx context.Context, idx int, src *spec.Source, r
 		return err
 	}
 	rep.Note = fmt.Sprintf("fast-forwarded %s to %s", branch, newC.Hash)
+	return nil
+}
+
+// throughLink says why the file rel cannot be written below root without
+// going through a symbolic link or a file of the workspace ("" if it
+// can): directories on its way that exist must be directories, unless
+// gone says the refresh removes them first.
+func (r *Refresher) throughLink(root, rel string, gone map[string]bool) string {
+	dirs := strings.Split(rel, "/")
+	for i := 1; i < len(dirs); i++ {
+		d := strings.Join(dirs[:i], "/")
+		a, err := r.FS.Lstat(path.Join(root, d))
+		switch {
+		case err != nil: // made by the refresh
+			return ""
+		case gone[d]:
+			return ""
+		case a.Mode&kv.S_IFMT == kv.S_IFLNK:
+			return fmt.Sprintf("%s is a symbolic link here: the refresh does not write through it", path.Join(root, d))
+		case !a.IsDir():
+			return fmt.Sprintf("%s is a file here, where upstream has a directory", path.Join(root, d))
+		}
+	}
+	return ""
+}
+
+// mkdirsNoFollow makes the directory rel below root and its parents, and
+// fails if one on the way is a symbolic link or not a directory: what a
+// refresh writes lands below root, where its tree path says.
+func (r *Refresher) mkdirsNoFollow(root, rel string) error {
+	if rel == "." || rel == "" {
+		return safegit.RealDir(r.FS, root)
+	}
+	p := root
+	for _, name := range strings.Split(rel, "/") {
+		p = path.Join(p, name)
+		a, err := r.FS.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := r.FS.Mkdir(p, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if a.Mode&kv.S_IFMT == kv.S_IFLNK {
+			return fmt.Errorf("%s is a symbolic link: the refresh does not write through it", p)
+		}
+		if !a.IsDir() {
+			return fmt.Errorf("%s is not a directory", p)
+		}
+	}
 	return nil
 }
 
@@ -433,57 +541,62 @@ func (r *Refresher) gitLocalEdit(root string, ix *index.Index, p string, from ob
 	return ""
 }
 
-// worktreeHash is the git blob hash of a file of the working tree.
+// worktreeHash is the git blob hash of a file of the working tree, read
+// as a stream.
 func (r *Refresher) worktreeHash(p string, a kv.Attr) (plumbing.Hash, error) {
-	var data []byte
-	var err error
 	if a.Mode&kv.S_IFMT == kv.S_IFLNK {
-		var t string
-		t, err = r.FS.Readlink(p)
-		data = []byte(t)
-	} else {
-		data, err = r.FS.ReadFile(p)
+		t, err := r.FS.Readlink(p)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return plumbing.ComputeHash(plumbing.BlobObject, []byte(t)), nil
 	}
+	f, err := r.FS.Open(p, wsfs.O_RDONLY, 0)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return plumbing.ComputeHash(plumbing.BlobObject, data), nil
+	defer f.Close()
+	h := plumbing.NewHasher(plumbing.BlobObject, int64(a.Size))
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if n != int64(a.Size) {
+		return plumbing.ZeroHash, fmt.Errorf("%s changed while it was read", p)
+	}
+	return h.Sum(), nil
 }
 
-// applyGitChange writes one change of the fast-forward into the working
-// tree and the index.
-func (r *Refresher) applyGitChange(repo *git.Repository, idx int, root string, ix *index.Index, ch *object.Change, action merkletrie.Action) error {
-	if action == merkletrie.Delete || action == merkletrie.Modify && ch.From.Name != ch.To.Name {
-		full := path.Join(root, ch.From.Name)
-		if err := r.FS.Remove(full); err != nil {
-			return err
-		}
-		ix.Remove(ch.From.Name)
-		for d := path.Dir(full); d != root && d != "/"; d = path.Dir(d) {
-			if r.FS.Remove(d) != nil { // only while empty
-				break
-			}
-		}
-		if action == merkletrie.Delete {
-			return nil
+// removeGitFile removes the file rel of the working tree and the index,
+// and the directories it leaves empty.
+func (r *Refresher) removeGitFile(root string, ix *index.Index, rel string) error {
+	full := path.Join(root, rel)
+	if err := r.FS.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	ix.Remove(rel)
+	for d := path.Dir(full); d != root && d != "/"; d = path.Dir(d) {
+		if r.FS.Remove(d) != nil { // only while empty
+			break
 		}
 	}
-	to := ch.To
+	return nil
+}
+
+// wholeWrite is the size up to which a file a refresh writes changes in
+// one step of the store (readers see the old content or the new); larger
+// ones are streamed.
+const wholeWrite = 16 << 20
+
+// writeGitFile writes the tree entry to into the working tree and the
+// index, streaming the blob's content.
+func (r *Refresher) writeGitFile(repo *git.Repository, idx int, root string, ix *index.Index, to object.ChangeEntry) error {
 	full := path.Join(root, to.Name)
+	if err := r.mkdirsNoFollow(root, path.Dir(to.Name)); err != nil {
+		return err
+	}
 	blob, err := repo.BlobObject(to.TreeEntry.Hash)
 	if err != nil {
-		return err
-	}
-	rd, err := blob.Reader()
-	if err != nil {
-		return err
-	}
-	data, err := io.ReadAll(rd)
-	rd.Close()
-	if err != nil {
-		return err
-	}
-	if err := r.FS.MkdirAll(path.Dir(full), 0o755); err != nil {
 		return err
 	}
 	if a, err := r.FS.Lstat(full); err == nil && (a.Mode&kv.S_IFMT == kv.S_IFLNK || to.TreeEntry.Mode == filemode.Symlink) {
@@ -491,15 +604,34 @@ func (r *Refresher) applyGitChange(repo *git.Repository, idx int, root string, i
 			return err
 		}
 	}
+	rd, err := blob.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
 	switch to.TreeEntry.Mode {
 	case filemode.Symlink:
-		err = r.FS.Symlink(string(data), full)
+		if blob.Size >= 4096 {
+			return fmt.Errorf("%s: a symbolic link of %d bytes (at most 4095)", full, blob.Size)
+		}
+		var target []byte
+		if target, err = io.ReadAll(rd); err == nil {
+			err = r.FS.Symlink(string(target), full)
+		}
 	default:
 		perm := uint32(0o644)
 		if to.TreeEntry.Mode == filemode.Executable {
 			perm = 0o755
 		}
-		if err = r.FS.WriteFile(full, data, perm); err == nil {
+		if blob.Size <= wholeWrite {
+			var data []byte
+			if data, err = io.ReadAll(rd); err == nil {
+				err = r.FS.WriteFile(full, data, perm)
+			}
+		} else {
+			err = r.streamFile(full, rd, perm)
+		}
+		if err == nil {
 			err = r.FS.Chmod(full, perm)
 		}
 	}
@@ -520,6 +652,20 @@ func (r *Refresher) applyGitChange(repo *git.Repository, idx int, root string, i
 	e.Hash, e.Mode = to.TreeEntry.Hash, to.TreeEntry.Mode
 	fillStat(e, a)
 	return nil
+}
+
+// streamFile writes rd into the regular file p (made if missing).
+func (r *Refresher) streamFile(p string, rd io.Reader, perm uint32) error {
+	f, err := r.FS.Open(p, wsfs.O_WRONLY|wsfs.O_CREATE|wsfs.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 16*kv.ChunkSize)
+	if _, err := io.CopyBuffer(f, rd, buf); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // fillStat puts a file's stat data into its index entry, as git does.

@@ -342,18 +342,17 @@ func (b *objectBatch) flush() error {
 // s3Rel maps an object key to its path below the source's directory
 // ("prefix/a/b.csv" is "a/b.csv"; slashes after the prefix are dropped).
 // marker says the key ends in "/" (a directory marker); rel is "" for the
-// prefix's own marker; valid is false for a key that cannot be a path
-// ("..", "a//b", a name over 255 bytes).
+// prefix's own marker; valid is false for a key that cannot be a path:
+// one spec.CheckTreePath refuses ("..", "a//b", a ".git" component, a
+// name over 255 bytes), as git import and refresh do.
 func s3Rel(c *spec.S3, key string) (rel string, marker, valid bool) {
 	rel = strings.TrimLeft(strings.TrimPrefix(key, c.Prefix), "/")
 	marker = strings.HasSuffix(rel, "/")
 	rel = strings.TrimSuffix(rel, "/")
-	for _, p := range strings.Split(rel, "/") {
-		if p == "" || p == "." || p == ".." || len(p) > kv.MaxNameLen {
-			return rel, marker, false
-		}
+	if rel == "" {
+		return rel, marker, true
 	}
-	return rel, marker, true
+	return rel, marker, spec.CheckTreePath(rel) == nil
 }
 
 // mkdirs returns the directory at rel (slash-separated, "" or "." for

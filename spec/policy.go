@@ -22,6 +22,11 @@ type Policy struct {
 	ReadOnlyPaths []string    `yaml:"read_only_paths,omitempty" json:"read_only_paths,omitempty"`
 	Exec          *ExecPolicy `yaml:"exec,omitempty" json:"exec,omitempty"`
 	Limits        *Limits     `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// GitCloneHosts are the hosts the git-clone tool may clone from, over
+	// https or http ("github.com", or "host:port" for one port only). The
+	// tool clones nothing else: no local path, file://, ssh or ext:: url,
+	// and no credentials. Empty: the tool is refused.
+	GitCloneHosts []string `yaml:"git_clone_hosts,omitempty" json:"git_clone_hosts,omitempty"`
 }
 
 // ExecPolicy gates the exec tool.
@@ -66,6 +71,11 @@ func (p *Policy) validate() *fieldError {
 	for i, g := range p.ReadOnlyPaths {
 		if err := checkGlob(g); err != nil {
 			return &fieldError{fmt.Sprintf("read_only_paths[%d]", i), err.Error()}
+		}
+	}
+	for i, h := range p.GitCloneHosts {
+		if h == "" || strings.ContainsAny(h, "/@ \x00?#") {
+			return &fieldError{fmt.Sprintf("git_clone_hosts[%d]", i), fmt.Sprintf("%q: want a host name or host:port", h)}
 		}
 	}
 	if e := p.Exec; e != nil {

@@ -100,7 +100,19 @@ type Git struct {
 	Username string `yaml:"username,omitempty" json:"username,omitempty"` // default "git"
 	// SSHKey is a private key file for ssh URLs (default: the SSH agent).
 	SSHKey string `yaml:"ssh_key,omitempty" json:"ssh_key,omitempty"`
+	// MaxFileSize is the largest file push commits (default
+	// DefaultGitMaxFileSize, a forge's limit); a larger one stays out of
+	// the commit and is reported as a conflict.
+	MaxFileSize Size `yaml:"max_file_size,omitempty" json:"max_file_size,omitempty"`
 }
+
+// DefaultGitMaxFileSize is git.max_file_size's default: 100 MiB, GitHub's
+// limit for one file.
+const DefaultGitMaxFileSize = 100 << 20
+
+// DefaultS3MaxFileSize is s3.max_file_size's default: 5 GiB, the largest
+// object one S3 PUT may write.
+const DefaultS3MaxFileSize = 5 << 30
 
 // S3 is a prefix of an S3 bucket. Credentials come from the standard AWS
 // chain (environment, shared config and credentials files, profiles).
@@ -122,6 +134,9 @@ type S3 struct {
 	// request before it, for servers without conditional writes) or
 	// "auto" (the default: probe the server once).
 	Conditional string `yaml:"conditional,omitempty" json:"conditional,omitempty"`
+	// MaxFileSize is the largest file write-back uploads (default
+	// DefaultS3MaxFileSize); a larger one is reported as a conflict.
+	MaxFileSize Size `yaml:"max_file_size,omitempty" json:"max_file_size,omitempty"`
 }
 
 // IsLazy tells whether content is fetched on first read.
@@ -368,6 +383,9 @@ func (g *Git) validate() *fieldError {
 	if g.Depth < 0 {
 		return &fieldError{"depth", "must be 0 (the whole history) or more"}
 	}
+	if g.MaxFileSize < 0 {
+		return &fieldError{"max_file_size", "must be 0 (the default, 100MiB) or more"}
+	}
 	if g.TokenEnv != "" && !envNameRe.MatchString(g.TokenEnv) {
 		return &fieldError{"token_env", fmt.Sprintf("%q is not an environment variable name", g.TokenEnv)}
 	}
@@ -428,6 +446,9 @@ func (s *S3) validate() *fieldError {
 	}
 	if s.MaxObjects < 0 {
 		return &fieldError{"max_objects", "must be 0 (no limit) or more"}
+	}
+	if s.MaxFileSize < 0 {
+		return &fieldError{"max_file_size", "must be 0 (the default, 5GiB) or more"}
 	}
 	switch s.Conditional {
 	case "", "auto", "headers", "head":

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"compress/zlib"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -11,19 +12,23 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/go-git/go-billy/v5"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage"
 
+	"github.com/computerfs/computerfs/internal/safegit"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
 )
 
@@ -51,7 +56,21 @@ type RepoResult struct {
 	// branch holds Remote, which the local branch does not descend from.
 	Conflict string
 	Remote   string
+	// TooLarge are work-tree files left out of the commit: larger than
+	// the target's MaxFileSize.
+	TooLarge []TooLarge
 	Err      error
+}
+
+// TooLarge is a file too large to commit.
+type TooLarge struct {
+	Rel  string // below the checkout
+	Size int64
+	Max  int64
+}
+
+func (t TooLarge) reason() string {
+	return fmt.Sprintf("%d bytes, over git.max_file_size (%d bytes): not committed; the rest of the change is", t.Size, t.Max)
 }
 
 // GitTarget commits a git checkout's changes and pushes them.
@@ -72,6 +91,16 @@ type GitTarget struct {
 	Message string
 	// Now dates the commits (default time.Now).
 	Now func() time.Time
+	// MaxFileSize is the largest file committed, and the largest object
+	// pushed (0: spec.DefaultGitMaxFileSize).
+	MaxFileSize int64
+}
+
+func (g *GitTarget) maxFileSize() int64 {
+	if g.MaxFileSize > 0 {
+		return g.MaxFileSize
+	}
+	return spec.DefaultGitMaxFileSize
 }
 
 var _ RepoTarget = (*GitTarget)(nil)
@@ -85,25 +114,22 @@ func (g *GitTarget) ModeName() string {
 }
 
 // SyncRepo implements RepoTarget.
+//
+// The checkout is opened with internal/safegit: the push goes to the
+// spec's url with the spec's credentials, whatever .git/config says.
 func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commit bool) (res RepoResult) {
-	wt := fs.Billy(dir)
-	dot, err := wt.Chroot(".git")
+	co, err := safegit.Open(fs, dir, g.URL)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	st := filesystem.NewStorage(dot, cache.NewObjectLRUDefault())
-	defer st.Close()
-	repo, err := git.Open(st, wt)
-	if err != nil {
-		res.Err = fmt.Errorf("git: open %s: %w", dir, err)
-		return res
-	}
+	defer co.Close()
+	repo := co.Repo
 	if commit {
 		// Not in the middle of a git command on the shell fast path,
 		// which would move the branch from under the commit.
 		unlock := fs.LockRepo(path.Join(dir, ".git"))
-		err := g.commit(repo, &res)
+		err := g.commit(repo, fs.Billy(path.Join(dir, ".git")), &res)
 		unlock()
 		if err != nil {
 			res.Err = err
@@ -118,7 +144,7 @@ func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commi
 		res.Err = fmt.Errorf("git: sync the store before pushing: %w", err)
 		return res
 	}
-	if err := g.push(ctx, repo, &res); err != nil {
+	if err := g.push(ctx, co, &res); err != nil {
 		res.Err = err
 	}
 	return res
@@ -131,7 +157,7 @@ func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commi
 // Staging is done here rather than with go-git's Add, which walks the
 // whole work tree again for every call: one status walk is the cost of a
 // pass (about 60 us a file on the store).
-func (g *GitTarget) commit(repo *git.Repository, res *RepoResult) error {
+func (g *GitTarget) commit(repo *git.Repository, dotgit billy.Filesystem, res *RepoResult) error {
 	w, err := repo.Worktree()
 	if err != nil {
 		return err
@@ -163,8 +189,13 @@ func (g *GitTarget) commit(repo *git.Repository, res *RepoResult) error {
 			lines = append(lines, "D "+p)
 			continue
 		default:
-			if err := stage(repo, w, idx, p); err != nil {
+			big, err := stage(w, dotgit, idx, p, g.maxFileSize())
+			if err != nil {
 				return fmt.Errorf("git add -A: %s: %w", p, err)
+			}
+			if big != nil {
+				res.TooLarge = append(res.TooLarge, *big)
+				continue
 			}
 			staged = true
 		}
@@ -203,59 +234,92 @@ func (g *GitTarget) commit(repo *git.Repository, res *RepoResult) error {
 }
 
 // stage writes the file at p of the work tree as a blob and points its
-// index entry at it.
-func stage(repo *git.Repository, w *git.Worktree, idx *index.Index, p string) error {
+// index entry at it. A file larger than max is left alone and returned.
+func stage(w *git.Worktree, dotgit billy.Filesystem, idx *index.Index, p string, max int64) (*TooLarge, error) {
 	fi, err := w.Filesystem.Lstat(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mode, err := filemode.NewFromOSFileMode(fi.Mode())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var target string
+	if fi.Size() > max {
+		return &TooLarge{Rel: p, Size: fi.Size(), Max: max}, nil
+	}
+	var h plumbing.Hash
 	if fi.Mode()&os.ModeSymlink != 0 {
-		if target, err = w.Filesystem.Readlink(p); err != nil {
-			return err
+		target, err := w.Filesystem.Readlink(p)
+		if err != nil {
+			return nil, err
 		}
-	}
-	obj := repo.Storer.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	wr, err := obj.Writer()
-	if err != nil {
-		return err
-	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		if _, err := io.WriteString(wr, target); err != nil {
-			return err
+		h, err = writeBlob(dotgit, strings.NewReader(target), int64(len(target)))
+		if err != nil {
+			return nil, err
 		}
 	} else {
 		f, err := w.Filesystem.Open(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		n, err := io.Copy(wr, f)
+		h, err = writeBlob(dotgit, f, fi.Size())
 		f.Close()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if n != fi.Size() {
-			return fmt.Errorf("changed while it was read (%d bytes, then %d)", fi.Size(), n)
-		}
-	}
-	if err := wr.Close(); err != nil {
-		return err
-	}
-	h, err := repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		return err
 	}
 	e, err := idx.Entry(p)
 	if err != nil {
 		e = idx.Add(p)
 	}
 	e.Hash, e.Mode, e.ModifiedAt, e.Size = h, mode, fi.ModTime(), uint32(fi.Size())
-	return nil
+	return nil, nil
+}
+
+// writeBlob writes size bytes of r as a loose blob object of the
+// repository whose .git is dotgit, streaming: through a hash and zlib
+// into a temporary file, renamed to the object's name at the end. Content
+// of another size (the file changed while it was read) leaves nothing
+// behind.
+func writeBlob(dotgit billy.Filesystem, r io.Reader, size int64) (h plumbing.Hash, err error) {
+	tmp, err := dotgit.TempFile("objects", "tmp_obj_")
+	if err != nil {
+		return h, err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			dotgit.Remove(tmp.Name())
+		}
+	}()
+	hasher := plumbing.NewHasher(plumbing.BlobObject, size)
+	zw := zlib.NewWriter(tmp)
+	if _, err = fmt.Fprintf(zw, "blob %d\x00", size); err != nil {
+		return h, err
+	}
+	n, err := io.Copy(io.MultiWriter(zw, hasher), io.LimitReader(r, size+1))
+	if err != nil {
+		return h, err
+	}
+	if n != size {
+		return h, fmt.Errorf("changed while it was read (%d bytes, then %d)", size, n)
+	}
+	if err = zw.Close(); err != nil {
+		return h, err
+	}
+	if err = tmp.Close(); err != nil {
+		return h, err
+	}
+	h = hasher.Sum()
+	hex := h.String()
+	name := path.Join("objects", hex[:2], hex[2:])
+	if _, serr := dotgit.Lstat(name); serr == nil {
+		return h, dotgit.Remove(tmp.Name()) // already there
+	}
+	if err = dotgit.Rename(tmp.Name(), name); err != nil {
+		return h, err
+	}
+	return h, nil
 }
 
 // CommitMessage is the message of a commit of the changes lines ("M
@@ -284,7 +348,8 @@ func CommitMessage(subject string, lines []string) string {
 
 // push sends HEAD's commit to the remote branch when that is a
 // fast-forward. A remote that already holds it is left alone (a replay).
-func (g *GitTarget) push(ctx context.Context, repo *git.Repository, res *RepoResult) error {
+func (g *GitTarget) push(ctx context.Context, co *safegit.Checkout, res *RepoResult) error {
+	repo := co.Repo
 	head, err := repo.Reference(plumbing.HEAD, false)
 	if err != nil {
 		return fmt.Errorf("git: HEAD: %w", err)
@@ -315,8 +380,11 @@ func (g *GitTarget) push(ctx context.Context, repo *git.Repository, res *RepoRes
 	}
 	res.Branch = branch
 	dst := plumbing.NewBranchReferenceName(branch)
-	rem := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{g.URL},
-		Fetch: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}})
+	// The objects the push sends go through sized: one over the limit
+	// stops the push before its pack is sent.
+	sized := &sizedStore{Storer: repo.Storer, max: g.maxFileSize()}
+	rem := git.NewRemote(sized, &config.RemoteConfig{Name: safegit.RemoteName, URLs: []string{g.URL},
+		Fetch: []config.RefSpec{"+refs/heads/*:refs/remotes/" + safegit.RemoteName + "/*"}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: g.Auth})
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return fmt.Errorf("git ls-remote %s: %w", g.URL, err)
@@ -347,6 +415,11 @@ func (g *GitTarget) push(ctx context.Context, repo *git.Repository, res *RepoRes
 		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(remote.String() + ":" + dst.String())}
 	}
 	err = rem.PushContext(ctx, opts)
+	if big := sized.tooLarge.Load(); big != nil {
+		res.Conflict = fmt.Sprintf("a commit to push holds object %s of %d bytes, over git.max_file_size (%d bytes): nothing pushed; take the file out of the branch's history (git rm --cached, then amend or rebase) or raise git.max_file_size",
+			shortHash(big.h), big.size, sized.max)
+		return nil
+	}
 	switch {
 	case err == nil:
 		res.Pushed = local.String()
@@ -360,6 +433,28 @@ func (g *GitTarget) push(ctx context.Context, repo *git.Repository, res *RepoRes
 }
 
 func shortHash(h plumbing.Hash) string { return h.String()[:12] }
+
+// sizedStore refuses to hand out an object larger than max, and notes the
+// first one asked for: the push's pack encoder asks for every object
+// before it writes the pack.
+type sizedStore struct {
+	storage.Storer
+	max      int64
+	tooLarge atomic.Pointer[bigObject]
+}
+
+type bigObject struct {
+	h    plumbing.Hash
+	size int64
+}
+
+func (s *sizedStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if n, err := s.Storer.EncodedObjectSize(h); err == nil && n > s.max {
+		s.tooLarge.CompareAndSwap(nil, &bigObject{h, n})
+		return nil, fmt.Errorf("object %s: %d bytes, over the limit of %d", h, n, s.max)
+	}
+	return s.Storer.EncodedObject(t, h)
+}
 
 func isNonFastForward(err error) bool {
 	s := err.Error()
@@ -477,8 +572,26 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 		pass = s.newPass()
 		actor := syncActor
 		actor.Request = pass
-		res := src.Repo.SyncRepo(ctx, s.fs.As(actor), src.Path, worktree || force)
+		commit := worktree || force
+		res := src.Repo.SyncRepo(ctx, s.fs.As(actor), src.Path, commit)
 		rep.Commit, rep.Committed, rep.Branch, rep.Pushed = res.Commit, res.Changed, res.Branch, res.Pushed
+		if commit && res.Err == nil {
+			// Files too large to commit are conflicts of their own,
+			// until they shrink or go.
+			big := map[string]bool{}
+			for _, t := range res.TooLarge {
+				c := Conflict{Path: path.Join(src.Path, t.Rel), Reason: t.reason(), Time: now}
+				rep.Conflicts = append(rep.Conflicts, c)
+				v, _ := json.Marshal(c)
+				set[conflictKey(src.Index, t.Rel)] = v
+				big[t.Rel] = true
+			}
+			for rel := range conflicts {
+				if rel != RepoConflictRel && !big[rel] {
+					del = append(del, conflictKey(src.Index, rel))
+				}
+			}
+		}
 		switch {
 		case res.Err != nil:
 			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", src.Path, res.Err))

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/computerfs/computerfs/spec"
 )
 
 // Conditional says how an S3 target keeps from overwriting a remote change.
@@ -50,6 +52,10 @@ type S3Target struct {
 	// Parallel is how many objects (and parts of one object) move at
 	// once (default 16 and 4).
 	Parallel, PartParallel int
+	// MaxFileSize is the largest file uploaded (0:
+	// spec.DefaultS3MaxFileSize); a larger one is a conflict, and nothing
+	// of it is read or sent.
+	MaxFileSize int64
 
 	modeMu sync.Mutex
 	mode   Conditional
@@ -159,6 +165,9 @@ func (t *S3Target) Apply(ctx context.Context, changes []Change) []Result {
 func (t *S3Target) apply(ctx context.Context, mode Conditional, c *Change) Result {
 	if c.Delete {
 		return t.delete(ctx, mode, c)
+	}
+	if max := cmp.Or(t.MaxFileSize, spec.DefaultS3MaxFileSize); c.Size > max {
+		return Result{Conflict: fmt.Sprintf("%d bytes, over s3.max_file_size (%d bytes): not uploaded", c.Size, max), Remote: c.Expect}
 	}
 	if c.Expect != "" && c.Size <= smallObject {
 		// A small file whose content is what the remote had (its mode or

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-
-	"github.com/computerfs/computerfs/sources"
 )
 
 // GitCloneArgs are GitClone's arguments.
@@ -38,12 +38,18 @@ func (r GitCloneResult) Text() string {
 
 // GitClone clones a git repository into the workspace (with go-git,
 // through the store, journaled as the call's). It is for harnesses, not
-// offered over MCP: the URL may name a repository on the host.
-// Credentials are not handled yet; a public or local repository works.
+// offered over MCP. The url is the caller's, so it is held to the
+// policy: https or http to a host of policy.git_clone_hosts, and nothing
+// else (no local path or file:// url, which would read the host's
+// repositories as the daemon; no ssh, which would use the daemon's SSH
+// agent; no ext::). No credentials are sent: a public repository works.
 func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, error) {
 	return do(ctx, t, "git-clone", a, func(c *call) (GitCloneResult, error) {
 		if a.URL == "" {
 			return GitCloneResult{}, errors.New("url is empty")
+		}
+		if err := t.cloneURLAllowed(a.URL); err != nil {
+			return GitCloneResult{}, err
 		}
 		if a.Depth < 0 {
 			return GitCloneResult{}, errors.New("depth must be 0 (the whole history) or more")
@@ -75,7 +81,7 @@ func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, e
 				return GitCloneResult{}, err
 			}
 			st := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
-			opts := &git.CloneOptions{URL: sources.GitURL(a.URL), ReferenceName: ref, Depth: a.Depth, SingleBranch: a.Depth > 0}
+			opts := &git.CloneOptions{URL: a.URL, ReferenceName: ref, Depth: a.Depth, SingleBranch: a.Depth > 0}
 			if a.Depth > 0 {
 				opts.Tags = git.NoTags
 			}
@@ -109,4 +115,31 @@ func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, e
 		}
 		return res, nil
 	})
+}
+
+// cloneURLAllowed checks a git-clone url against the policy.
+func (t *Tools) cloneURLAllowed(raw string) error {
+	hosts := t.pol.p.GitCloneHosts
+	u, err := url.Parse(raw)
+	if err != nil || !strings.Contains(raw, "://") {
+		return &Refusal{Rule: "git-clone", Msg: fmt.Sprintf("url %q: give an https:// (or http://) url; local paths, file://, ssh and ext:: are refused", raw)}
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return &Refusal{Rule: "git-clone", Msg: fmt.Sprintf("url %q: the %s scheme is refused; give an https:// (or http://) url", raw, u.Scheme)}
+	}
+	if u.User != nil {
+		return &Refusal{Rule: "git-clone", Msg: fmt.Sprintf("url %q: credentials in the url are refused", raw)}
+	}
+	if u.Host == "" {
+		return &Refusal{Rule: "git-clone", Msg: fmt.Sprintf("url %q has no host", raw)}
+	}
+	for _, h := range hosts {
+		if strings.EqualFold(h, u.Host) || strings.EqualFold(h, u.Hostname()) {
+			return nil
+		}
+	}
+	if len(hosts) == 0 {
+		return &Refusal{Rule: "policy git_clone_hosts", Msg: "git-clone is off: the policy lists no git_clone_hosts"}
+	}
+	return &Refusal{Rule: "policy git_clone_hosts", Msg: fmt.Sprintf("host %q is not in git_clone_hosts", u.Host)}
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +27,11 @@ func TestGitClone(t *testing.T) {
 	head := gittest.Git(t, repo, "rev-parse", "HEAD")
 	v1 := gittest.Git(t, repo, "rev-parse", "v1^{commit}")
 
-	tl, f := newTools(t, &spec.Policy{ReadOnlyPaths: []string{"/vendor"}})
-	r := must[GitCloneResult](t)(tl.GitClone(ctx, GitCloneArgs{URL: repo, Path: "src/app"}))
+	base := gittest.ServeHTTP(t, filepath.Dir(repo)) // http://127.0.0.1:PORT
+	url := base + "/app"
+	u, _ := neturl.Parse(base)
+	tl, f := newTools(t, &spec.Policy{ReadOnlyPaths: []string{"/vendor"}, GitCloneHosts: []string{u.Host}})
+	r := must[GitCloneResult](t)(tl.GitClone(ctx, GitCloneArgs{URL: url, Path: "src/app"}))
 	if r.Head != head || r.Branch != "main" || r.Path != "/workspace/src/app" {
 		t.Fatalf("clone: %+v", r)
 	}
@@ -37,21 +41,21 @@ func TestGitClone(t *testing.T) {
 	if _, err := f.Stat("src/app/.git/HEAD"); err != nil {
 		t.Fatal(err)
 	}
-	r = must[GitCloneResult](t)(tl.GitClone(ctx, GitCloneArgs{URL: "file://" + repo, Path: "tagged", Ref: "v1", Depth: 1}))
+	r = must[GitCloneResult](t)(tl.GitClone(ctx, GitCloneArgs{URL: url, Path: "tagged", Ref: "v1", Depth: 1}))
 	if r.Head != v1 {
 		t.Fatalf("tag: %+v, want %s", r, v1)
 	}
-	if r := must[GitCloneResult](t)(tl.GitClone(ctx, GitCloneArgs{URL: repo, Path: "feat", Ref: "feature"})); r.Branch != "feature" {
+	if r := must[GitCloneResult](t)(tl.GitClone(ctx, GitCloneArgs{URL: url, Path: "feat", Ref: "feature"})); r.Branch != "feature" {
 		t.Fatalf("branch: %+v", r)
 	}
-	_, err := tl.GitClone(ctx, GitCloneArgs{URL: repo, Path: "bad", Ref: "nope"})
+	_, err := tl.GitClone(ctx, GitCloneArgs{URL: url, Path: "bad", Ref: "nope"})
 	wantErr(t, err, `ref "nope"`)
 	if _, err := f.Stat("bad"); err == nil {
 		t.Fatal("a failed clone left its directory")
 	}
-	_, err = tl.GitClone(ctx, GitCloneArgs{URL: repo, Path: "src/app"})
+	_, err = tl.GitClone(ctx, GitCloneArgs{URL: url, Path: "src/app"})
 	wantErr(t, err, "exists")
-	_, err = tl.GitClone(ctx, GitCloneArgs{URL: repo, Path: "vendor/app"})
+	_, err = tl.GitClone(ctx, GitCloneArgs{URL: url, Path: "vendor/app"})
 	wantRefused(t, err, "read_only_paths[0]")
 	// The clone's changes are journaled as the call's.
 	var rec kv.AuditRecord
