@@ -111,6 +111,10 @@ func (s *Store) backgroundError(err error) {
 	time.Sleep(20 * time.Millisecond)
 }
 
+// SpaceLow tells whether the store refuses new data for want of space on
+// its file system (below its reserve, or after it was full).
+func (s *Store) SpaceLow() bool { return s.space.check(0) != nil }
+
 // check returns ErrNoSpace (wrapped, with the figures) if a change of n
 // bytes must not be made.
 func (g *spaceGuard) check(n int) error {

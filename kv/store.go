@@ -139,6 +139,7 @@ type Store struct {
 	auditState
 
 	cacheKeeper
+	usageState
 	lastNoSpaceLog atomic.Int64 // unix ns: background errors for want of space are logged once in 10 s
 	dirty          atomic.Bool  // operations committed since the last flush
 	unsynced       atomic.Bool  // operations committed since the last sync
@@ -204,6 +205,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("create store: %w", err)
 	}
+	s.SetQuota(opts.Quota)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.journalOff = opts.NoJournal
 	s.fetches = make(map[uint64]*fetchCall)
@@ -387,6 +389,9 @@ func (s *Store) loadMeta() error {
 	if err := s.loadJournal(); err != nil {
 		return err
 	}
+	if err := s.loadUsage(); err != nil {
+		return err
+	}
 	if err := s.purgeOrphans(); err != nil {
 		return err
 	}
@@ -410,6 +415,7 @@ func (s *Store) initialize() error {
 	b.Set(attrKey(RootIno), root.encode(), nil)
 	b.Set(keyNextIno, u64(RootIno+1), nil)
 	b.Set(keyInodes, u64(1), nil)
+	b.Set(keyUsage, u64(inodeCost), nil)
 	// The format version goes last in the batch only for readability: the
 	// batch is atomic, so a store either has all of these or none.
 	b.Set(keyFormat, u64(FormatVersion), nil)
@@ -418,6 +424,7 @@ func (s *Store) initialize() error {
 	}
 	s.nextIno = RootIno + 1
 	s.inodes.Store(1)
+	s.used.Store(inodeCost)
 	return nil
 }
 
@@ -578,14 +585,27 @@ func (s *Store) commit(b *pebble.Batch) error {
 			return err
 		}
 	}
+	if err := s.accountAttrs(b); err != nil {
+		return err
+	}
 	s.attrs.begin(b)
-	if err := b.Commit(pebble.NoSync); err != nil {
+	s.usageMu.RLock() // against foldUsage (usage.go)
+	err := b.Commit(pebble.NoSync)
+	s.usageMu.RUnlock()
+	if err != nil {
 		s.attrs.aborted()
 		return fmt.Errorf("commit: %w", err)
 	}
-	s.attrs.committed(b)
+	s.used.Add(s.attrs.committed(b))
 	s.dirty.Store(true)
 	s.unsynced.Store(true)
+	if n := s.ops.Load(); n >= foldEvery && s.ops.CompareAndSwap(n, 0) {
+		// Here, after a change, rather than in the background: an idle
+		// store writes nothing.
+		if err := s.foldUsage(); err != nil {
+			s.log.Error("store: folding the usage count failed", "err", err)
+		}
+	}
 	return nil
 }
 
