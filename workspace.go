@@ -42,6 +42,9 @@ type MountOptions struct {
 	// MinFree is the free space the store keeps on its file system
 	// (kv.Options.MinFree; 0: default).
 	MinFree int64
+	// Quota bounds what the workspace holds (kv.Options.Quota; 0: the
+	// spec's quota, if any).
+	Quota int64
 	// BlobThreshold is the file size past which data moves out of Pebble
 	// (0: kv.DefaultBlobThreshold; negative: never).
 	BlobThreshold int64
@@ -135,6 +138,10 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if sp != nil {
 		store.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
 	}
+	if opts.Quota == 0 && sp != nil {
+		opts.Quota = int64(sp.Quota)
+	}
+	store.SetQuota(opts.Quota)
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
 		Config:  fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates},

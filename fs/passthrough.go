@@ -60,11 +60,13 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fu
 		return false
 	}
 	ino := a.Ino
+	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	pf := f.ptFileOf(ino)
-	if pf == nil && !f.cachedClosed(ino) {
+	if pf == nil && (!f.cachedClosed(ino) || write && f.store.SpaceLow()) {
+		// Low on space, the first writer goes through the daemon, which
+		// refuses new data; the kernel's writes would not be held back.
 		return false
 	}
-	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	sess := f.as(h)
 	blob, ok, err := f.store.PinBlob(ino, write)
 	if err != nil {
@@ -109,7 +111,7 @@ func (f *FS) openPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fu
 // stays small returns to chunks at its last close. The caller holds the
 // inode's ptLock.
 func (f *FS) createPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *fuse.OpenOut) bool {
-	if !f.ptOn.Load() || !f.ptAllowed(a) {
+	if !f.ptOn.Load() || !f.ptAllowed(a) || f.store.SpaceLow() {
 		return false
 	}
 	made, err := f.store.MakeBlob(a.Ino)
@@ -127,10 +129,15 @@ func (f *FS) createPassthrough(h *fuse.InHeader, a *kv.Attr, flags uint32, out *
 // ptAllowed tells whether a blob may be opened for passthrough at all: not
 // if a write must clear its setuid or setgid bit or file capabilities
 // (security.capability), which only the daemon does (the kernel's
-// passthrough write clears them on the blob file, not on the file). Read
-// and write opens decide alike, since an inode's opens cannot mix.
+// passthrough write clears them on the blob file, not on the file), and
+// not in a workspace with a quota: the kernel's writes would not count
+// against it until the file is closed, and could not be refused. Read and
+// write opens decide alike, since an inode's opens cannot mix.
 func (f *FS) ptAllowed(a *kv.Attr) bool {
 	if a.Mode&(kv.S_ISUID|kv.S_ISGID) != 0 {
+		return false
+	}
+	if _, quota := f.store.Usage(); quota > 0 {
 		return false
 	}
 	_, err := f.store.GetXattr(a.Ino, "security.capability")

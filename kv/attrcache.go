@@ -135,18 +135,20 @@ func (c *attrCache) aborted() {
 }
 
 // committed updates the cache from a batch that was just committed: the
-// attributes it set, and the inodes it deleted.
-func (c *attrCache) committed(b *pebble.Batch) {
+// attributes it set, and the inodes it deleted. It returns the change of
+// the usage count the batch holds (usage.go), which this pass over the
+// batch finds for free.
+func (c *attrCache) committed(b *pebble.Batch) (usage int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.inflight--
-	c.apply(b, false)
+	return c.apply(b, false)
 }
 
 // apply updates the cache from the attribute keys b sets or deletes; with
 // drop, every inode b touches is dropped instead. c.mu is held.
-func (c *attrCache) apply(b *pebble.Batch, drop bool) {
+func (c *attrCache) apply(b *pebble.Batch, drop bool) (usage int64) {
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -155,7 +157,7 @@ func (c *attrCache) apply(b *pebble.Batch, drop bool) {
 				clear(c.m)
 				clear(c.tails)
 			}
-			return
+			return usage
 		}
 		if len(c.tails) > 0 && len(k) >= 9 && k[0] == pfxInode {
 			delete(c.tails, inoOfKey(k))
@@ -169,9 +171,11 @@ func (c *attrCache) apply(b *pebble.Batch, drop bool) {
 					delete(c.m, ino)
 				}
 			}
-		case pebble.InternalKeyKindMerge: // appends to chunks
+		case pebble.InternalKeyKindMerge: // appends to chunks, the usage count
 			if ino, isAttr := attrKeyIno(k); isAttr {
 				delete(c.m, ino)
+			} else if len(v) == 8 && bytes.Equal(k, keyUsage) {
+				usage += int64(binary.BigEndian.Uint64(v))
 			}
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
 			if ino, isAttr := attrKeyIno(k); isAttr {

@@ -22,6 +22,7 @@ import (
 // is an orphan; no data lies past a file's size; a symlink has a target;
 // an inode marked FlagNoXattrs has none;
 // the inode counter is above every inode and the inode count is right;
+// the usage count (usage.go) is what the inodes add up to;
 // journal records decode and are numbered without gaps (from 1, or
 // from the oldest record that TrimJournal kept).
 func (s *Store) Check(limit int) ([]string, error) {
@@ -187,6 +188,13 @@ func (s *Store) Check(limit int) ([]string, error) {
 	}
 	if n, err := s.getUint64(keyNextIno); err != nil || n <= maxIno {
 		report("next inode %d (err %v), highest inode %d", n, err, maxIno)
+	}
+	counted, err := s.countUsage()
+	if err != nil {
+		return problems, err
+	}
+	if stored, _, err := s.readUsage(); err != nil || stored != counted || s.used.Load() != counted {
+		report("usage count %d (err %v; %d in memory), counted %d", stored, err, s.used.Load(), counted)
 	}
 	return problems, nil
 }

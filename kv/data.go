@@ -93,6 +93,9 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 	if !a.IsRegular() {
 		return Attr{}, false, ErrInvalid // only regular files hold data
 	}
+	if err := s.checkQuota(int64(end) - int64(a.Size)); err != nil {
+		return Attr{}, false, err
+	}
 	if a.Flags&FlagBlob != 0 || end > s.blobThreshold {
 		return s.writeBlob(actor, a, off, data, kill)
 	}
@@ -404,6 +407,9 @@ func (s *Store) setAttr(actor *Actor, ino uint64, req SetAttrRequest) (Attr, err
 		if req.Size > MaxFileSize {
 			return Attr{}, ErrFileTooLarge
 		}
+		if err := s.checkQuota(int64(req.Size) - int64(a.Size)); err != nil {
+			return Attr{}, err
+		}
 		if a.Flags&FlagRemote != 0 { // truncated to zero: nothing to fetch
 			a.Flags &^= FlagRemote
 		}
@@ -600,6 +606,11 @@ func (s *Store) fallocate(actor *Actor, ino uint64, mode uint32, off, length int
 		return Attr{}, err
 	}
 	defer unlock()
+	if mode&FallocKeepSize == 0 {
+		if err := s.checkQuota(int64(end) - int64(a.Size)); err != nil {
+			return Attr{}, err
+		}
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if a.Flags&FlagBlob != 0 {
@@ -744,6 +755,9 @@ func (s *Store) setContent(actor *Actor, ino uint64, data []byte) (Attr, error) 
 		return Attr{}, err
 	}
 	defer unlock()
+	if err := s.checkQuota(int64(len(data)) - int64(a.Size)); err != nil {
+		return Attr{}, err
+	}
 	b := s.db.NewBatchWithSize(len(data) + 256 + len(data)/ChunkSize*32)
 	defer b.Close()
 	a.Flags &^= FlagRemote

@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // durableFS wraps the disk file system Pebble writes to. For write-ahead
@@ -28,6 +30,10 @@ type durableFS struct {
 	vfs.FS
 	hard   atomic.Int32
 	noSync bool // Options.NoSync: no file or directory is ever synced
+
+	spare     string // the spare log's path (see takeSpare)
+	spareMu   sync.Mutex
+	haveSpare bool
 }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
@@ -39,7 +45,9 @@ func (d *durableFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || !isWAL(name) {
 		return f, err
 	}
-	return &walFile{File: f, fs: d}, nil
+	w := &walFile{File: f, fs: d}
+	w.reserve()
+	return w, nil
 }
 
 func (d *durableFS) OpenDir(name string) (vfs.File, error) {
@@ -58,11 +66,85 @@ func (noSyncFile) SyncData() error            { return nil }
 func (noSyncFile) SyncTo(int64) (bool, error) { return true, nil }
 
 func (d *durableFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if isWAL(name) {
+		if f := d.takeSpare(name, c); f != nil {
+			return d.wrap(name, f, nil)
+		}
+	}
 	f, err := d.FS.Create(name, c)
 	return d.wrap(name, f, err)
 }
 
+// A new log is a file that Pebble must be able to write, or it panics, and
+// memtables (which start small) make one often. So the store keeps a
+// spare: a file of size 0 with walReserve allocated past its end, made
+// while there is space (at open, and after each use); a new log is the
+// spare renamed, and needs no new space even on a full file system.
+
+// takeSpare renames the spare to name and opens it, or returns nil.
+func (d *durableFS) takeSpare(name string, c vfs.DiskWriteCategory) vfs.File {
+	if d.spare == "" || d.noSync {
+		return nil
+	}
+	d.spareMu.Lock()
+	defer d.spareMu.Unlock()
+	if !d.haveSpare {
+		return nil
+	}
+	d.haveSpare = false
+	if err := os.Rename(d.spare, name); err != nil {
+		return nil
+	}
+	f, err := d.FS.OpenReadWrite(name, c) // no O_TRUNC: that would free the space
+	if err != nil {
+		os.Remove(name)
+		return nil
+	}
+	go d.makeSpare()
+	return f
+}
+
+func (d *durableFS) hasSpare() bool {
+	d.spareMu.Lock()
+	defer d.spareMu.Unlock()
+	return d.haveSpare
+}
+
+// makeSpare makes the spare log if there is none; on a full file system
+// it fails, and the store's space guard calls it again later.
+func (d *durableFS) makeSpare() {
+	if d.spare == "" || d.noSync {
+		return
+	}
+	d.spareMu.Lock()
+	defer d.spareMu.Unlock()
+	if d.haveSpare {
+		return
+	}
+	f, err := os.OpenFile(d.spare, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, walReserve)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(d.spare)
+		return
+	}
+	d.haveSpare = true
+}
+
+// ReuseForWrite takes the spare for a new log rather than the old log
+// Pebble recycles: that one is allocated only as far as it was written.
 func (d *durableFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if isWAL(name) {
+		if f := d.takeSpare(name, c); f != nil {
+			d.FS.Remove(old)
+			return d.wrap(name, f, nil)
+		}
+	}
 	f, err := d.FS.ReuseForWrite(old, name, c)
 	return d.wrap(name, f, err)
 }
@@ -91,7 +173,29 @@ func (d *durableFS) Unwrap() vfs.FS { return d.FS }
 
 type walFile struct {
 	vfs.File
-	fs *durableFS
+	fs         *durableFS
+	off, alloc int64 // the end written, and allocated (walReserve ahead)
+}
+
+// walReserve is how far the log keeps its space allocated ahead of its
+// end: when the file system is full (space.go), the small commits that
+// still go in (removals, metadata) need no new space. One fallocate per
+// half of it written.
+const walReserve = 4 << 20
+
+func (f *walFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	f.off += int64(n)
+	if f.off+walReserve/2 > f.alloc {
+		f.reserve()
+	}
+	return n, err
+}
+
+func (f *walFile) reserve() {
+	if f.File.Preallocate(f.off, walReserve) == nil {
+		f.alloc = f.off + walReserve
+	}
 }
 
 func (f *walFile) Sync() error {
@@ -103,11 +207,11 @@ func (f *walFile) Sync() error {
 
 func (f *walFile) SyncData() error { return f.Sync() }
 
-// Preallocate does nothing: a log grows as it is written. Pebble reserves
-// 110% of the memtable size (70 MB by default) ahead of each log, which a
-// host of many mostly idle workspaces pays in full for every one of them,
-// and buys nothing measurable here (BenchmarkAppendSync: the same time per
-// synced append without it).
+// Preallocate does nothing: Pebble reserves 110% of the memtable size (70
+// MB by default) ahead of each log, which a host of many mostly idle
+// workspaces pays in full for every one of them, and buys nothing
+// measurable here (BenchmarkAppendSync: the same time per synced append
+// without it). Write keeps walReserve instead.
 func (f *walFile) Preallocate(offset, length int64) error { return nil }
 
 func (f *walFile) SyncTo(length int64) (bool, error) {

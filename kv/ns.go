@@ -196,6 +196,16 @@ func (s *Store) createMany(actor *Actor, dir uint64, entries []NewEntry) ([]Attr
 	if err := s.space.check(0); err != nil {
 		return nil, nil, err
 	}
+	var adds int64
+	for _, e := range entries {
+		adds += inodeCost + nameBytes(e.Name) + int64(len(e.Inode.Data)) + int64(len(e.Inode.Target))
+		if e.Inode.Remote {
+			adds += int64(min(e.Inode.Size, MaxFileSize))
+		}
+	}
+	if err := s.checkQuota(adds); err != nil {
+		return nil, nil, err
+	}
 	attrs, errs := make([]Attr, len(entries)), make([]error, len(entries))
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
@@ -312,6 +322,7 @@ func (s *Store) addEntry(t *txn, p *Attr, dir uint64, name string, n NewInode, i
 	t.put(a)
 	t.b.Set(direntKey(dir, name), encodeDirent(a.Ino, a.Mode), nil)
 	t.b.Set(backrefKey(a.Ino, dir, name), nil, nil)
+	s.account(t.b, nameBytes(name)) // the inode: accountAttrs
 	op := JCreate
 	switch typ {
 	case S_IFDIR:
@@ -362,6 +373,9 @@ func (s *Store) createTmpfile(actor *Actor, dir uint64, n NewInode) (Attr, error
 	if err := s.space.check(0); err != nil {
 		return Attr{}, err
 	}
+	if err := s.checkQuota(inodeCost); err != nil {
+		return Attr{}, err
+	}
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
 	unlock := s.lockInodes(dir)
@@ -407,6 +421,9 @@ func (s *Store) link(actor *Actor, ino, dir uint64, name string) (Attr, error) {
 	if err := s.space.check(0); err != nil {
 		return Attr{}, err
 	}
+	if err := s.checkQuota(nameBytes(name)); err != nil {
+		return Attr{}, err
+	}
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
 	unlock := s.lockInodes(ino, dir)
@@ -446,6 +463,7 @@ func (s *Store) link(actor *Actor, ino, dir uint64, name string) (Attr, error) {
 	t.touch(dir)
 	t.b.Set(direntKey(dir, name), encodeDirent(ino, a.Mode), nil)
 	t.b.Set(backrefKey(ino, dir, name), nil, nil)
+	s.account(t.b, nameBytes(name))
 	rec := &Record{Op: JLink, Ino: ino, where: func() (string, string) { return s.entryPath(dir, name), "" }}
 	if err := t.commitRecord(rec, actor); err != nil {
 		return Attr{}, err
@@ -507,6 +525,7 @@ func (s *Store) remove(actor *Actor, dir uint64, name string, isDir bool) error 
 	t.touch(dir)
 	t.b.Delete(direntKey(dir, name), nil)
 	t.b.Delete(backrefKey(ino, dir, name), nil)
+	s.account(t.b, -nameBytes(name))
 	if err := s.dropLink(t, ino, ts); err != nil {
 		return err
 	}
@@ -559,8 +578,16 @@ func (s *Store) dropLink(t *txn, ino uint64, ts int64) error {
 // other is scanned for them, which costs a seek in every level of the
 // tree. Callers hold nsMu (or run alone).
 func (s *Store) deleteInode(b *pebble.Batch, ino uint64, a *Attr) error {
+	var usage int64 // of its extended attributes; the inode: accountAttrs
 	switch {
 	case a.Size > exactBlocksLimit*ChunkSize:
+		if a.Flags&FlagNoXattrs == 0 {
+			_, x, err := s.inodeXattrs(ino, "")
+			if err != nil {
+				return err
+			}
+			usage += x
+		}
 		b.DeleteRange(inodePrefix(ino), inodeEnd(ino), nil)
 	case a.Flags&FlagNoXattrs != 0 && a.Flags&FlagRemote == 0:
 		deleteKnownKeys(b, a)
@@ -570,12 +597,16 @@ func (s *Store) deleteInode(b *pebble.Batch, ino uint64, a *Attr) error {
 			return err
 		}
 		for it.First(); it.Valid(); it.Next() {
+			if k := it.Key(); len(k) > 10 && k[9] == kindXattr {
+				usage += xattrBytes(string(k[10:]), len(it.Value()))
+			}
 			b.Delete(it.Key(), nil)
 		}
 		if err := it.Close(); err != nil {
 			return err
 		}
 	}
+	s.account(b, -usage)
 	n := s.inodes.Add(-1)
 	b.Set(keyInodes, u64(uint64(n)), nil)
 	return nil
@@ -761,7 +792,9 @@ func (s *Store) rename(actor *Actor, oldDir uint64, oldName string, newDir uint6
 	}
 
 	t.b.Delete(direntKey(oldDir, oldName), nil)
+	s.account(t.b, nameBytes(newName)-nameBytes(oldName)) // a longer name is not refused
 	if dst != 0 {
+		s.account(t.b, -nameBytes(newName))
 		t.b.Delete(backrefKey(dst, newDir, newName), nil)
 		if err := s.dropLink(t, dst, ts); err != nil {
 			return err

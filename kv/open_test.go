@@ -310,6 +310,7 @@ func TestCheckFindsDamage(t *testing.T) {
 		{"symlink without target", func(t *testing.T, s *Store, f, d, l uint64) { deleteKey(t, s, linkKey(l)) }, "no target"},
 		{"inode count", func(t *testing.T, s *Store, f, d, l uint64) { plantKey(t, s, keyInodes, u64(7)) }, "inode count"},
 		{"next inode", func(t *testing.T, s *Store, f, d, l uint64) { plantKey(t, s, keyNextIno, u64(2)) }, "next inode"},
+		{"usage count", func(t *testing.T, s *Store, f, d, l uint64) { plantKey(t, s, keyUsage, u64(7)) }, "usage count"},
 		{"undecodable attributes", func(t *testing.T, s *Store, f, d, l uint64) { plantKey(t, s, attrKey(f), []byte{1, 2}) }, "corrupt"},
 	}
 	for _, tc := range tests {
@@ -358,7 +359,8 @@ func TestMetrics(t *testing.T) {
 
 // TestSmallStoreIsSmall: a store holding a few small files takes a few
 // MiB of disk, not the memtable's size ahead in its write-ahead log (hosts
-// keep many mostly idle workspaces).
+// keep many mostly idle workspaces), besides its ballast and its spare log
+// (space.go), which are of the documented sizes.
 func TestSmallStoreIsSmall(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
@@ -378,11 +380,24 @@ func TestSmallStoreIsSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := func() (n int64) {
-		err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-			if err == nil {
-				n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err != nil {
+				return err
 			}
-			return err
+			blocks := fi.Sys().(*syscall.Stat_t).Blocks * 512
+			switch filepath.Base(p) {
+			case ballastName:
+				if size := int64(2*64<<20 + 32<<20); blocks < size || blocks > size+1<<20 { // and the file system's own blocks
+					t.Errorf("the ballast holds %d bytes", blocks)
+				}
+			case spareLogName:
+				if blocks < walReserve || blocks > walReserve+1<<20 {
+					t.Errorf("the spare log holds %d bytes", blocks)
+				}
+			default:
+				n += blocks
+			}
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)

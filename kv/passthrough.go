@@ -150,8 +150,13 @@ func (s *Store) newPin(a *Attr) (*pin, error) {
 		release()
 		return nil, fmt.Errorf("pin blob of inode %d: %w", a.Ino, err)
 	}
-	if _, err := cutBlob(f, a); err != nil {
-		return fail(err)
+	// A blob still marked FlagWriting (its last unpin could not commit,
+	// on a full disk) holds what the kernel wrote past the recorded size:
+	// that is the file's (as after a crash, recoverWriting), not cut.
+	if a.Flags&FlagWriting == 0 {
+		if _, err := cutBlob(f, a); err != nil {
+			return fail(err)
+		}
 	}
 	if err := extendBlob(f, a.Size); err != nil {
 		return fail(err)

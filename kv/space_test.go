@@ -105,7 +105,23 @@ func TestNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A full file system: Open fails at once, and works when space is back.
+	// A full file system: Open takes the space of its ballast for the
+	// flush of its log and opens low on space, taking no new data.
+	fill(t, ballast, 0)
+	if _, err := os.Stat(filepath.Join(dir, ballastName)); err != nil {
+		t.Fatalf("no ballast: %v", err)
+	}
+	s, err = Open(dir, opts)
+	if err != nil {
+		t.Fatalf("open on a full file system, with a ballast: %v", err)
+	}
+	if _, err := s.Create(RootIno, "e", NewInode{Mode: S_IFREG | 0o644}); !errors.Is(err, ErrNoSpace) {
+		t.Errorf("create in a store opened on a full file system: %v, want ENOSPC", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Without the ballast, Open fails at once.
 	fill(t, ballast, 0)
 	done := make(chan error, 1)
 	go func() {
@@ -142,4 +158,209 @@ func TestNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkInvariants(t, s, checkOpts{})
+}
+
+// TestFullDiskKillsNoStore: two stores share a small file system, which a
+// writer of one store's blob (as the kernel writes it for passthrough) and
+// a program outside both fill to the last byte. Neither store dies: both
+// answer reads and stats, refuse new data with ENOSPC, remove files, sync,
+// and write their memtables out (or fail to, without a panic); once the
+// filler is gone they take data again, and everything they accepted is
+// there after reopening.
+func TestFullDiskKillsNoStore(t *testing.T) {
+	fsDir := smallFS(t, 320<<20)
+	opts := Options{MemTableSize: 4 << 20, BlobThreshold: 256 << 10} // reserve 72 MiB, ballast 40 MiB
+	type store struct {
+		dir  string
+		s    *Store
+		kept map[string][]byte
+	}
+	stores := make([]*store, 2)
+	for i := range stores {
+		st := &store{dir: filepath.Join(fsDir, "store"+strconv.Itoa(i)), kept: map[string][]byte{}}
+		var err error
+		if st.s, err = Open(st.dir, opts); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 20; j++ {
+			name := "f" + strconv.Itoa(j)
+			data := bytes.Repeat([]byte{byte('a' + j)}, 1000*(j+1))
+			a, err := st.s.Create(RootIno, name, NewInode{Mode: S_IFREG | 0o644})
+			if err == nil {
+				_, err = st.s.Write(a.Ino, 0, data)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.kept[name] = data
+		}
+		stores[i] = st
+		defer func() { st.s.Close() }()
+	}
+
+	// The kernel's passthrough writer: store 0's blob, written directly
+	// until the file system is full.
+	s0 := stores[0].s
+	a, err := s0.Create(RootIno, "big", NewInode{Mode: S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s0.Write(a.Ino, 0, make([]byte, 512<<10)); err != nil { // a blob
+		t.Fatal(err)
+	}
+	blob, ok, err := s0.PinBlob(a.Ino, true)
+	if err != nil || !ok {
+		t.Fatalf("pin: %v %v", ok, err)
+	}
+	buf := bytes.Repeat([]byte("z"), 1<<20)
+	off := int64(512 << 10)
+	for {
+		n, err := blob.WriteAt(buf, off)
+		off += int64(n)
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// And a program outside: to the last byte, once (dd stops at ENOSPC).
+	filler := filepath.Join(fsDir, "filler")
+	fill(t, filler, 0)
+	if free, _ := freeSpace(fsDir); free != 0 {
+		t.Fatalf("free after filling: %d bytes", free)
+	}
+	// Both stores answer: reads and stats work, new data gets ENOSPC, and
+	// removals and metadata changes work (in the space of the ballast).
+	kept := 19
+	for round := 0; round < 5; round++ {
+		for i, st := range stores {
+			full(t, i, st.s, st.kept, round, true)
+			victim := "f" + strconv.Itoa(kept)
+			if err := st.s.Unlink(RootIno, victim); err != nil {
+				t.Fatalf("store %d: unlink on a full disk: %v", i, err)
+			}
+			delete(st.kept, victim)
+			if err := st.s.Sync(); err != nil {
+				t.Fatalf("store %d: sync on a full disk: %v", i, err)
+			}
+		}
+		kept--
+	}
+	// Someone fills what the ballasts gave, again and again: the stores
+	// refuse every change while the file system is that full, and live.
+	stop := make(chan struct{})
+	fillerDone := make(chan struct{})
+	go func() {
+		defer close(fillerDone)
+		f, err := os.OpenFile(filler, os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		small := make([]byte, 4096)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := f.Write(small); err != nil && !errors.Is(err, syscall.ENOSPC) {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(3 * time.Second)
+	for round := 0; time.Now().Before(deadline); round++ {
+		for i, st := range stores {
+			full(t, i, st.s, st.kept, round, false)
+			victim := "f" + strconv.Itoa(kept)
+			if _, ok := st.kept[victim]; !ok {
+				// gone
+			} else if err := st.s.Unlink(RootIno, victim); err == nil {
+				delete(st.kept, victim)
+			} else if !errors.Is(err, ErrNoSpace) {
+				t.Fatalf("store %d: unlink on a full disk: %v", i, err)
+			}
+			if err := st.s.WriteTables(); !errors.Is(err, ErrNoSpace) {
+				t.Fatalf("store %d: writing the memtable out on a full disk: %v, want ENOSPC", i, err)
+			}
+			st.s.Sync()
+		}
+		kept = max(kept-1, 3)
+	}
+	close(stop)
+	<-fillerDone
+	if err := s0.UnpinBlob(a.Ino, true); err != nil {
+		t.Logf("unpin on a full disk: %v", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := s0.Unlink(RootIno, "big"); err != nil {
+		t.Fatal(err)
+	}
+	// Space is back: both take data again once their ballast is made.
+	for i, st := range stores {
+		var err error
+		for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
+			var a Attr
+			if a, err = st.s.Create(RootIno, "after", NewInode{Mode: S_IFREG | 0o644}); err == nil {
+				if _, err = st.s.Write(a.Ino, 0, []byte("after")); err != nil {
+					t.Fatal(err)
+				}
+				st.kept["after"] = []byte("after")
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("store %d: create once space is back: %v", i, err)
+		}
+		if fi, err := os.Stat(filepath.Join(st.dir, ballastName)); err != nil || fi.Size() != 2*4<<20+32<<20 {
+			t.Errorf("store %d: ballast once space is back: %v", i, err)
+		}
+		if err := st.s.Close(); err != nil {
+			t.Fatalf("store %d: close: %v", i, err)
+		}
+		if st.s, err = Open(st.dir, opts); err != nil {
+			t.Fatalf("store %d: reopen: %v", i, err)
+		}
+		for name, want := range st.kept {
+			a, err := st.s.Lookup(RootIno, name)
+			if err != nil {
+				t.Fatalf("store %d: %s after reopening: %v", i, name, err)
+			}
+			got := make([]byte, a.Size)
+			if n, _, err := st.s.Read(a.Ino, 0, got); err != nil || !bytes.Equal(got[:n], want) {
+				t.Fatalf("store %d: %s after reopening: %v, %d bytes", i, name, err, n)
+			}
+		}
+		checkInvariants(t, st.s, checkOpts{})
+	}
+}
+
+// full checks that store i, on a full file system, answers stats and
+// reads, refuses new data with ENOSPC, and (if metaWorks) takes a chmod.
+func full(t *testing.T, i int, s *Store, kept map[string][]byte, round int, metaWorks bool) {
+	t.Helper()
+	if _, err := s.Create(RootIno, "new"+strconv.Itoa(round), NewInode{Mode: S_IFREG | 0o644}); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("store %d: create on a full disk: %v, want ENOSPC", i, err)
+	}
+	a, err := s.Lookup(RootIno, "f1")
+	if err != nil {
+		t.Fatalf("store %d: lookup: %v", i, err)
+	}
+	if _, err := s.Write(a.Ino, int64(a.Size), []byte("more")); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("store %d: write on a full disk: %v, want ENOSPC", i, err)
+	}
+	got := make([]byte, a.Size)
+	if n, _, err := s.Read(a.Ino, 0, got); err != nil || !bytes.Equal(got[:n], kept["f1"]) {
+		t.Fatalf("store %d: read on a full disk: %v", i, err)
+	}
+	_, err = s.SetAttr(a.Ino, SetAttrRequest{Valid: SetMode, Mode: 0o600 | uint32(round%2)*0o44})
+	if metaWorks && err != nil || err != nil && !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("store %d: chmod on a full disk: %v", i, err)
+	}
 }

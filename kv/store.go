@@ -92,6 +92,15 @@ type Options struct {
 	// it, changes that add data or names fail with ENOSPC (see space.go;
 	// default twice the memtable size plus 64 MiB; negative: none).
 	MinFree int64
+	// Ballast is the size of the file the store keeps allocated under its
+	// directory and removes when its file system is full, so that Pebble
+	// can still write (see space.go; default twice MemTableSize plus 32 MiB:
+	// room to write the memtables out when the store opens again;
+	// negative: none).
+	Ballast int64
+	// Quota bounds the workspace's logical size: file data, names, inodes
+	// and extended attributes (see usage.go; 0: none).
+	Quota int64
 }
 
 // Store is an open computerfs store. Its methods are safe for concurrent use.
@@ -130,10 +139,12 @@ type Store struct {
 	auditState
 
 	cacheKeeper
-	dirty     atomic.Bool // operations committed since the last flush
-	unsynced  atomic.Bool // operations committed since the last sync
-	stop      chan struct{}
-	flusherWG sync.WaitGroup
+	usageState
+	lastNoSpaceLog atomic.Int64 // unix ns: background errors for want of space are logged once in 10 s
+	dirty          atomic.Bool  // operations committed since the last flush
+	unsynced       atomic.Bool  // operations committed since the last sync
+	stop           chan struct{}
+	flusherWG      sync.WaitGroup
 }
 
 // Open opens the store in dir, creating a new empty one if dir does not
@@ -181,12 +192,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize)}
 	s.blobs = blobStore{dir: filepath.Join(dir, "blobs"), noSync: opts.NoSync, open: make(map[uint64]*openBlob), dirty: make(map[uint64]struct{})}
 	s.pins.m = make(map[uint64]*pin)
-	switch {
-	case opts.MinFree == 0:
-		s.space = &spaceGuard{dir: dir, reserve: 2*opts.MemTableSize + 64<<20}
-	case opts.MinFree > 0:
-		s.space = &spaceGuard{dir: dir, reserve: uint64(opts.MinFree)}
-	}
+	s.space = newSpaceGuard(dir, opts, s.log)
 	switch {
 	case opts.BlobThreshold == 0:
 		s.blobThreshold = DefaultBlobThreshold
@@ -199,6 +205,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("create store: %w", err)
 	}
+	s.SetQuota(opts.Quota)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.journalOff = opts.NoJournal
 	s.fetches = make(map[uint64]*fetchCall)
@@ -239,7 +246,7 @@ func checkStoreDir(dir string) (fresh bool, err error) {
 	for _, e := range entries {
 		// The lock file, the daemon's log and the (empty) blobs directory
 		// may come before the database.
-		if n := e.Name(); n != "lock" && n != "daemon.log" && n != "blobs" {
+		if n := e.Name(); n != "lock" && n != "daemon.log" && n != "blobs" && n != ballastName && n != spareLogName {
 			empty = false
 		}
 	}
@@ -285,7 +292,13 @@ func lockStore(dir string) (*os.File, error) {
 }
 
 func (s *Store) openDB(opts Options, fresh bool) error {
-	s.fs = &durableFS{FS: vfs.Default, noSync: opts.NoSync}
+	// A write of Pebble's that finds the file system full removes the
+	// ballast and is tried again (space.go).
+	s.fs = &durableFS{FS: vfs.OnDiskFull(vfs.Default, func() { s.space.diskFull() }), noSync: opts.NoSync, spare: filepath.Join(s.dir, spareLogName)}
+	s.fs.makeSpare()
+	if s.space != nil {
+		s.space.spare = s.fs
+	}
 	// Pebble charges its memtables to the block cache; the keeper gives
 	// the cache room for them (see cacheKeeper).
 	cache := pebble.NewCache(opts.CacheSize + memtableHeadroom(opts.MemTableSize))
@@ -304,6 +317,9 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		EventListener: &pebble.EventListener{
 			FlushBegin: func(pebble.FlushInfo) { s.memtablesChanged() },
 			FlushEnd:   func(pebble.FlushInfo) { s.memtablesChanged() },
+			// A flush or compaction that failed is tried again at once;
+			// one that failed for want of space would spin.
+			BackgroundError: s.backgroundError,
 		},
 	}
 	// No block compression: file data is often compressed already, and on
@@ -325,6 +341,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		return fmt.Errorf("open store %s: %w", s.dir, err)
 	}
 	s.db = db
+	s.space.openBallast()
 	s.adjustCache()
 	if err := s.loadMeta(); err != nil {
 		db.Close()
@@ -372,6 +389,9 @@ func (s *Store) loadMeta() error {
 	if err := s.loadJournal(); err != nil {
 		return err
 	}
+	if err := s.loadUsage(); err != nil {
+		return err
+	}
 	if err := s.purgeOrphans(); err != nil {
 		return err
 	}
@@ -395,6 +415,7 @@ func (s *Store) initialize() error {
 	b.Set(attrKey(RootIno), root.encode(), nil)
 	b.Set(keyNextIno, u64(RootIno+1), nil)
 	b.Set(keyInodes, u64(1), nil)
+	b.Set(keyUsage, u64(inodeCost), nil)
 	// The format version goes last in the batch only for readability: the
 	// batch is atomic, so a store either has all of these or none.
 	b.Set(keyFormat, u64(FormatVersion), nil)
@@ -403,6 +424,7 @@ func (s *Store) initialize() error {
 	}
 	s.nextIno = RootIno + 1
 	s.inodes.Store(1)
+	s.used.Store(inodeCost)
 	return nil
 }
 
@@ -485,7 +507,15 @@ func (s *Store) Close() error {
 // small memtables unflushed until they add up to a full one, and the
 // daemon that mounts the new store would replay the whole import's log
 // (and write the tables) before it answers.
-func (s *Store) WriteTables() error { return s.db.Flush() }
+//
+// It fails with ErrNoSpace while the store is low on space: the flush
+// starts a new log, and Pebble cannot survive a log it cannot write.
+func (s *Store) WriteTables() error {
+	if err := s.space.check(0); err != nil {
+		return err
+	}
+	return s.db.Flush()
+}
 
 // Flush hands every committed operation to the operating system, so that it
 // survives a crash of this process.
@@ -550,14 +580,32 @@ func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
 
 // commit applies one operation's batch. It does not wait for the disk.
 func (s *Store) commit(b *pebble.Batch) error {
+	if s.space != nil && s.space.low.Load() {
+		if err := s.space.full(); err != nil {
+			return err
+		}
+	}
+	if err := s.accountAttrs(b); err != nil {
+		return err
+	}
 	s.attrs.begin(b)
-	if err := b.Commit(pebble.NoSync); err != nil {
+	s.usageMu.RLock() // against foldUsage (usage.go)
+	err := b.Commit(pebble.NoSync)
+	s.usageMu.RUnlock()
+	if err != nil {
 		s.attrs.aborted()
 		return fmt.Errorf("commit: %w", err)
 	}
-	s.attrs.committed(b)
+	s.used.Add(s.attrs.committed(b))
 	s.dirty.Store(true)
 	s.unsynced.Store(true)
+	if n := s.ops.Load(); n >= foldEvery && s.ops.CompareAndSwap(n, 0) {
+		// Here, after a change, rather than in the background: an idle
+		// store writes nothing.
+		if err := s.foldUsage(); err != nil {
+			s.log.Error("store: folding the usage count failed", "err", err)
+		}
+	}
 	return nil
 }
 

@@ -1,17 +1,29 @@
 package kv
 
 import (
+	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
 )
 
-// Extended attribute limits, as on Linux (XATTR_NAME_MAX, XATTR_SIZE_MAX).
+// Extended attribute limits: a name and a value as on Linux
+// (XATTR_NAME_MAX, XATTR_SIZE_MAX; a longer name is ERANGE, a bigger value
+// E2BIG), and per inode at most MaxXattrs attributes holding at most
+// MaxXattrBytes of names and values together (past either, ENOSPC, as
+// ext4 answers when an inode's attribute block is full). The names of
+// MaxXattrs attributes fit in listxattr's 64 KiB.
 const (
 	MaxXattrName  = 255
 	MaxXattrValue = 64 << 10
+	MaxXattrs     = 128
+	MaxXattrBytes = 128 << 10
 )
+
+// ErrXattrFull is the answer to a setxattr past MaxXattrs or MaxXattrBytes.
+var ErrXattrFull = &Error{"no space left on device", syscall.ENOSPC}
 
 // Setxattr flags, with Linux's values.
 const (
@@ -108,7 +120,7 @@ func (s *Store) setXattr(actor *Actor, ino uint64, name string, value []byte, fl
 	if err != nil {
 		return err
 	}
-	_, err = s.get(xattrKey(ino, name))
+	oldLen, err := s.valueLen(xattrKey(ino, name))
 	exists := err == nil
 	if err != nil && err != ErrNotFound {
 		return err
@@ -119,12 +131,30 @@ func (s *Store) setXattr(actor *Actor, ino uint64, name string, value []byte, fl
 	if flags&XattrReplace != 0 && !exists {
 		return ErrNoData
 	}
+	delta := xattrBytes(name, len(value))
+	if exists {
+		delta -= xattrBytes(name, oldLen)
+	}
+	if a.Flags&FlagNoXattrs == 0 {
+		n, others, err := s.inodeXattrs(ino, name)
+		if err != nil {
+			return err
+		}
+		if n+1 > MaxXattrs || others+xattrBytes(name, len(value)) > MaxXattrBytes {
+			return fmt.Errorf("%w: inode %d has %d extended attributes of %d bytes; at most %d of %d bytes in all",
+				ErrXattrFull, ino, n, others, MaxXattrs, MaxXattrBytes)
+		}
+	}
+	if err := s.checkQuota(delta); err != nil {
+		return err
+	}
 	a.Ctime = now()
 	a.Flags &^= FlagNoXattrs
 	b := s.db.NewBatch()
 	defer b.Close()
 	b.Set(xattrKey(ino, name), value, nil)
 	b.Set(attrKey(ino), a.encode(), nil)
+	s.account(b, delta)
 	return s.commitRecord(b, xattrRecord(s, JSetxattr, ino, name), actor)
 }
 
@@ -134,7 +164,8 @@ func (s *Store) RemoveXattr(ino uint64, name string) error { return s.removeXatt
 func (s *Store) removeXattr(actor *Actor, ino uint64, name string) error {
 	unlock := s.lockInodes(ino)
 	defer unlock()
-	if _, err := s.GetXattr(ino, name); err != nil {
+	v, err := s.GetXattr(ino, name)
+	if err != nil {
 		return err
 	}
 	a, err := s.GetAttr(ino)
@@ -146,6 +177,7 @@ func (s *Store) removeXattr(actor *Actor, ino uint64, name string) error {
 	defer b.Close()
 	b.Delete(xattrKey(ino, name), nil)
 	b.Set(attrKey(ino), a.encode(), nil)
+	s.account(b, -xattrBytes(name, len(v)))
 	return s.commitRecord(b, xattrRecord(s, JRemovexattr, ino, name), actor)
 }
 
@@ -155,7 +187,8 @@ func xattrRecord(s *Store, op JournalOp, ino uint64, name string) *Record {
 }
 
 // StatFs describes the store's capacity: space is that of the file system
-// the store lives on; inodes are counted by the store.
+// the store lives on, or with a quota the quota and what is left of it;
+// inodes are counted by the store.
 type StatFs struct {
 	Blocks, Bfree, Bavail uint64 // in units of Bsize
 	Files, Ffree          uint64
@@ -174,8 +207,17 @@ func (s *Store) StatFs() (StatFs, error) {
 		return StatFs{}, err
 	}
 	used := uint64(s.inodes.Load())
-	return StatFs{
+	fs := StatFs{
 		Blocks: st.Blocks, Bfree: st.Bfree, Bavail: st.Bavail, Bsize: uint32(st.Bsize),
 		Files: maxInodes, Ffree: maxInodes - min(used, maxInodes), NameLen: MaxNameLen,
-	}, nil
+	}
+	if quota := s.quota.Load(); quota > 0 && st.Bsize > 0 {
+		// The quota is the size (df shows it), what it leaves is free,
+		// within what the file system has.
+		bs := uint64(st.Bsize)
+		left := uint64(max(quota-s.used.Load(), 0)) / bs
+		fs.Blocks = uint64(quota) / bs
+		fs.Bfree, fs.Bavail = min(left, st.Bfree), min(left, st.Bavail)
+	}
+	return fs, nil
 }

@@ -32,6 +32,10 @@ type Spec struct {
 	Policy *Policy `yaml:"policy,omitempty" json:"policy,omitempty"`
 	// Sync tunes the write-back of sources that have it.
 	Sync *Sync `yaml:"sync,omitempty" json:"sync,omitempty"`
+	// Quota bounds what the workspace holds (its files' logical sizes,
+	// names, inodes, extended attributes; kv.Options.Quota), e.g. "10GiB";
+	// 0: none. `computerfs mount --quota` overrides it.
+	Quota Size `yaml:"quota,omitempty" json:"quota,omitempty"`
 }
 
 // Sync tunes write-back (S3 write_back, git push).

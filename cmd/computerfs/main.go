@@ -155,6 +155,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
 	minFreeMiB := fset.Int64("min-free", 0, "MiB the store keeps free on its file system: below it, writes and new names fail with ENOSPC, removing still works (0: twice --memtable-size plus 64; -1: none)")
+	quotaFlag := fset.String("quota", "", "the workspace's disk quota, e.g. 10GiB: its files' logical sizes, names and extended attributes; past it writes fail with EDQUOT, and big files are written through the daemon (default: the spec's quota, if any; none)")
 	memtableMiB := fset.Int64("memtable-size", 64, "largest Pebble memtable in MiB: up to two are in memory while big files are written (32 saves ~80 MiB of peak memory for ~10% of write throughput)")
 	debug := fset.Bool("debug", false, "log every FUSE request")
 	blobKiB := fset.Int64("blob-threshold", kv.DefaultBlobThreshold>>10, "size in KiB past which a file's data moves out of Pebble into a file of its own under the store (-1: never)")
@@ -186,6 +187,12 @@ func cmdMount(args []string, stderr io.Writer) error {
 	}
 	if *memtableMiB < 4 || *memtableMiB > 1024 {
 		return &exitError{2, fmt.Errorf("--memtable-size must be between 4 and 1024 MiB, not %d", *memtableMiB)}
+	}
+	var quota int64
+	if *quotaFlag != "" {
+		if quota, err = spec.ParseSize(*quotaFlag); err != nil {
+			return &exitError{2, fmt.Errorf("--quota: %w", err)}
+		}
 	}
 	log, err := newLogger(stderr, *level, *format)
 	if err != nil {
@@ -233,7 +240,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
-		Store: *store, Mountpoint: pos[0], Private: *private,
+		Store: *store, Mountpoint: pos[0], Private: *private, Quota: quota,
 		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, MinFree: minFree(*minFreeMiB), BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
 		Sandbox: sb,
 	})
