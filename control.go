@@ -275,6 +275,15 @@ func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources
 		return sources.RefreshReport{}, errors.New("the store was not imported from a spec: no sources to refresh")
 	}
 	st.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
-	r := &sources.Refresher{FS: newFS(st).As(refreshActor()), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
+	agent, ok, err := storedAgent(st)
+	if err != nil {
+		return sources.RefreshReport{}, err
+	}
+	if !ok { // a store from before agent identities: its root's owner
+		if a, err := st.GetAttr(kv.RootIno); err == nil {
+			agent = Agent{a.Uid, a.Gid}
+		}
+	}
+	r := &sources.Refresher{FS: newFS(st, agent).As(refreshActor()), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
 	return r.Run(ctx)
 }

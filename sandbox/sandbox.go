@@ -77,6 +77,13 @@ type Options struct {
 	Rootfs string
 	// User is who runs the program inside; nil means DefaultUser.
 	User *User
+	// HostUser, if set, is the host uid and gid that User is: the
+	// workspace's agent identity, so that what the program writes
+	// belongs to it. The user namespace then maps User's ids to these
+	// alone, and every other inside id N to host id 100000+N as without
+	// it (inside root is host 100000, which owns nothing of a workspace).
+	// nil: inside id N is host id 100000+N for every id. Never host root.
+	HostUser *User
 	// Network is NetworkNone (the default, for "") or NetworkHost.
 	Network Network
 	Limits  Limits
@@ -262,7 +269,11 @@ func newRun(opts *Options) (*run, error) {
 	if err := opts.Limits.check(); err != nil {
 		return nil, err
 	}
-	return &run{opts: opts, id: newID()}, nil
+	r := &run{opts: opts, id: newID()}
+	if err := r.checkHostUser(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (l Limits) check() error {
@@ -499,6 +510,32 @@ func (r *run) cleanup() {
 	for _, c := range r.closers {
 		c.Close()
 	}
+}
+
+// checkHostUser refuses a host user the user namespace cannot map as
+// asked: root, or an id of the shared range other than the one User has
+// there anyway.
+func (r *run) checkHostUser() error {
+	h := r.opts.HostUser
+	if h == nil {
+		return nil
+	}
+	u := r.user()
+	if u.UID >= idCount || u.GID >= idCount {
+		return fmt.Errorf("sandbox: user %d:%d: inside ids go up to %d", u.UID, u.GID, idCount-1)
+	}
+	for _, c := range []struct {
+		what         string
+		inside, host uint32
+	}{{"uid", u.UID, h.UID}, {"gid", u.GID, h.GID}} {
+		if c.host == 0 {
+			return fmt.Errorf("sandbox: host %s 0: the sandbox never runs as host root", c.what)
+		}
+		if in, ok := InsideID(c.host); ok && in != c.inside {
+			return fmt.Errorf("sandbox: host %s %d is inside id %d of every sandbox (host ids %d-%d): it cannot be inside id %d too", c.what, c.host, in, hostIDBase, hostIDBase+idCount-1, c.inside)
+		}
+	}
+	return nil
 }
 
 func (r *run) user() User {

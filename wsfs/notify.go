@@ -99,7 +99,18 @@ func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
 // As returns the workspace for another actor: the same store, owner and
 // notifier, with changes journaled as a's.
 func (f *FS) As(a kv.Actor) *FS {
-	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix}
+	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix, agent: f.agent}
+}
+
+// ForAgent returns the workspace as the agent uses it (the shell fast
+// path, the tools): the same store, owner, notifier and actor, except
+// that ownership changes are the owner's as the kernel allows them to a
+// user without privileges: a file that is not the owner's keeps its owner
+// and group, and one that is can only go to the owner's group.
+func (f *FS) ForAgent() *FS {
+	g := f.As(*f.actor)
+	g.agent = true
+	return g
 }
 
 // Session is the store as the FS's actor, for changes wsfs has no call
