@@ -42,6 +42,7 @@ type Status struct {
 	Mountpoint string         `json:"mountpoint"`
 	Store      string         `json:"store"`
 	Pid        int            `json:"pid"`
+	Agent      Agent          `json:"agent"` // the workspace's agent identity on the host
 	Sources    []SourceStatus `json:"sources"`
 }
 
@@ -141,7 +142,7 @@ func writeJSON(rw http.ResponseWriter, v any) {
 
 // Status describes the workspace.
 func (w *Workspace) Status() Status {
-	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Sources: []SourceStatus{}}
+	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: []SourceStatus{}}
 	states := map[string]*syncer.SourceStatus{}
 	if w.syncer != nil {
 		for _, ss := range w.syncer.Status() {

@@ -50,6 +50,13 @@ type Limits struct {
 	OutputBytes int64         // stdout and stderr together; when exceeded the output is cut there and the sandbox is killed
 }
 
+// DefaultLimits are what sandboxctl and the computerfs daemon give each
+// sandbox unless told otherwise: a fork bomb or a memory hog is stopped
+// there, far from the host's limits (pid_max is 32768 on many hosts; with
+// 1024 each, 30 sandboxes fit), with room for parallel builds (go build,
+// npm, make -j: a few hundred processes and threads).
+var DefaultLimits = Limits{Memory: 4 << 30, Pids: 1024}
+
 // Options describe one run.
 type Options struct {
 	// Args is the program and its arguments. A program without a slash is
