@@ -42,6 +42,7 @@ type Status struct {
 	Mountpoint string         `json:"mountpoint"`
 	Store      string         `json:"store"`
 	Pid        int            `json:"pid"`
+	Agent      Agent          `json:"agent"` // the workspace's agent identity on the host
 	Sources    []SourceStatus `json:"sources"`
 }
 
@@ -141,7 +142,7 @@ func writeJSON(rw http.ResponseWriter, v any) {
 
 // Status describes the workspace.
 func (w *Workspace) Status() Status {
-	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Sources: []SourceStatus{}}
+	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: []SourceStatus{}}
 	states := map[string]*syncer.SourceStatus{}
 	if w.syncer != nil {
 		for _, ss := range w.syncer.Status() {
@@ -275,6 +276,15 @@ func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources
 		return sources.RefreshReport{}, errors.New("the store was not imported from a spec: no sources to refresh")
 	}
 	st.SetFetcher(sources.NewFetcher(sp, opts.HTTPClient).Fetch)
-	r := &sources.Refresher{FS: newFS(st).As(refreshActor()), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
+	agent, ok, err := storedAgent(st)
+	if err != nil {
+		return sources.RefreshReport{}, err
+	}
+	if !ok { // a store from before agent identities: its root's owner
+		if a, err := st.GetAttr(kv.RootIno); err == nil {
+			agent = Agent{a.Uid, a.Gid}
+		}
+	}
+	r := &sources.Refresher{FS: newFS(st, agent).As(refreshActor()), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}
 	return r.Run(ctx)
 }

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sandbox"
 	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sandbox/shell"
@@ -65,16 +64,14 @@ var execSeq atomic.Uint64
 // sandboxed command shares.
 type SandboxOptions struct {
 	// Base is the sandbox's options: rootfs, user, limits, state
-	// directory. Base.User nil: the user that owns the workspace's root if
-	// it is one of the sandbox's mapped host ids (100000 to 165535, as
-	// mount --owner 101000:101000 makes it), else sandbox.DefaultUser.
+	// directory. Base.User nil: the workspace's agent (sandbox.DefaultUser
+	// inside, the agent's uid and gid on the host).
 	Base sandbox.Options
 	// AllowNetwork lets a request ask for the host's network.
 	AllowNetwork bool
 	// Warm is how many sandboxes wait, pre-started, for the next command
 	// (0: every command starts its sandbox). A command that asks for the
-	// host's network, or runs while the owner of the workspace's root is
-	// another user than at mount time, starts cold.
+	// host's network starts cold.
 	Warm int
 }
 
@@ -82,7 +79,7 @@ type SandboxOptions struct {
 // always, the sandbox when the daemon was started with one and other
 // users (the sandbox's) can use the mount.
 func (w *Workspace) setBackends(opts MountOptions) {
-	w.shell = &shell.Backend{FS: w.FS}
+	w.shell = &shell.Backend{FS: w.FS.ForAgent()}
 	switch {
 	case w.Mountpoint == "":
 		w.noSandbox = "the workspace is not mounted (the sandbox runs on the mount)"
@@ -91,7 +88,7 @@ func (w *Workspace) setBackends(opts MountOptions) {
 	case opts.Private:
 		w.noSandbox = "the mount is private (--private), so the sandbox's users cannot reach it"
 	default:
-		sb := &workspaceSandbox{store: w.Store, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}}
+		sb := &workspaceSandbox{agent: w.agent, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}}
 		if opts.Sandbox.Warm > 0 {
 			sb.warm = &warmPool{size: opts.Sandbox.Warm, idle: warmIdle, log: w.log}
 		}
@@ -214,9 +211,9 @@ func (p *warmPool) close() {
 }
 
 // workspaceSandbox is the sandbox backend that, unless told a user, runs
-// commands as the owner of the workspace's root at the time of the call.
+// commands as the workspace's agent.
 type workspaceSandbox struct {
-	store *kv.Store
+	agent Agent
 	sb    sandbox.Backend
 	warm  *warmPool // nil: no warm sandboxes
 }
@@ -243,29 +240,26 @@ func (s *workspaceSandbox) Exec(ctx context.Context, command string, opts backen
 	return res, err
 }
 
-// options are the sandbox's options for a command now.
+// options are the sandbox's options for a command.
 func (s *workspaceSandbox) options() sandbox.Options {
 	o := s.sb.Base
 	if o.User == nil {
-		o.User = sandboxUser(s.store)
+		o.User, o.HostUser = agentUser(s.agent)
 	}
 	return o
 }
 
-// sandboxUser is who sandboxed commands run as: the owner of the
-// workspace's root when the sandbox maps that host id, so that they can
-// write where the workspace's owner can.
-func sandboxUser(st *kv.Store) *sandbox.User {
-	u := sandbox.DefaultUser
-	if a, err := st.GetAttr(kv.RootIno); err == nil {
-		if in, ok := sandbox.InsideID(a.Uid); ok {
-			u.UID = in
-			if g, ok := sandbox.InsideID(a.Gid); ok {
-				u.GID = g
-			}
-		}
+// agentUser is who sandboxed commands run as: sandbox.DefaultUser inside,
+// the agent on the host. An agent of the sandbox's shared range (mount
+// --owner 101000:101000 made such workspaces) is its inside id there.
+func agentUser(a Agent) (inside, host *sandbox.User) {
+	u, g := sandbox.InsideID(a.UID)
+	gid, h := sandbox.InsideID(a.GID)
+	if g && h {
+		return &sandbox.User{UID: u, GID: gid}, nil
 	}
-	return &u
+	in := sandbox.DefaultUser
+	return &in, &sandbox.User{UID: a.UID, GID: a.GID}
 }
 
 // route picks the backend for a request. The network asked for is the

@@ -29,8 +29,10 @@ type ImportOptions struct {
 	Spec  *spec.Spec
 	Store string // store directory
 	// Owner owns the imported files unless the spec names one (default:
-	// the importing process's user).
-	Owner      *wsfs.Owner
+	// the workspace's agent identity, so that the agent can edit them).
+	Owner *wsfs.Owner
+	// Agent is the workspace's agent identity (see MountOptions.Agent).
+	Agent      AgentOptions
 	Logger     *slog.Logger
 	Progress   *sources.Progress
 	HTTPClient *http.Client // for S3 (nil: the SDK's, with timeouts)
@@ -83,8 +85,12 @@ func Import(ctx context.Context, opts ImportOptions) (imported bool, err error) 
 	if err := os.RemoveAll(stage); err != nil {
 		return false, fmt.Errorf("remove interrupted import: %w", err)
 	}
+	agent, err := resolveAgent(dir, opts.Spec, opts.Agent)
+	if err != nil {
+		return false, err
+	}
 	start := time.Now()
-	if err := importInto(ctx, stage, opts); err != nil {
+	if err := importInto(ctx, stage, agent, opts); err != nil {
 		if rerr := os.RemoveAll(stage); rerr != nil {
 			opts.Logger.Error("removing the failed import", "dir", stage, "err", rerr)
 		}
@@ -137,7 +143,7 @@ func alreadyImported(dir string, opts ImportOptions) (bool, error) {
 	return true, nil
 }
 
-func importInto(ctx context.Context, stage string, opts ImportOptions) error {
+func importInto(ctx context.Context, stage string, agent Agent, opts ImportOptions) error {
 	// No journal: what the sources hold is the starting point, not a change.
 	// No syncs until the end: an import that stops is thrown away, and one
 	// pass over the finished store (in parallel) costs far less than the
@@ -146,13 +152,19 @@ func importInto(ctx context.Context, stage string, opts ImportOptions) error {
 	if err != nil {
 		return err
 	}
-	owner := wsfs.Owner{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	owner := agent.owner()
 	if opts.Owner != nil {
 		owner = *opts.Owner
 	}
 	im := &sources.Importer{Store: st, Spec: opts.Spec, Owner: owner, Log: opts.Logger,
 		Progress: opts.Progress, HTTPClient: opts.HTTPClient}
 	err = im.Run(ctx)
+	if err == nil {
+		err = privateRoot(st, agent)
+	}
+	if err == nil {
+		err = recordAgent(st, agent)
+	}
 	if err == nil {
 		var js []byte
 		js, err = json.Marshal(opts.Spec)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ func newTools(w *Workspace) (*tools.Tools, error) {
 	if w.spec != nil {
 		pol = w.spec.Policy
 	}
-	return tools.New(w.FS, tools.Options{Policy: pol, Run: w.runTool, Log: w.log})
+	return tools.New(w.FS.ForAgent(), tools.Options{Policy: pol, Run: w.runTool, Log: w.log})
 }
 
 // runTool is exec's backend: Workspace.Exec.
@@ -181,7 +182,13 @@ func Open(ctx context.Context, opts OpenOptions) (*Workspace, error) {
 		st.Close()
 		return nil, err
 	}
-	w := &Workspace{Store: st, FS: newFS(st), spec: sp, log: opts.Logger}
+	dir, _ := filepath.Abs(opts.Store)
+	agent, err := setupAgent(st, dir, sp, AgentOptions{}, opts.Logger)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	w := &Workspace{Store: st, FS: newFS(st, agent), agent: agent, spec: sp, log: opts.Logger}
 	w.setBackends(mo) // no mount: the shell fast path only
 	if w.tools, err = newTools(w); err != nil {
 		st.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/sandbox"
 	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sandbox/shell"
 	"github.com/computerfs/computerfs/sources"
@@ -65,6 +66,14 @@ type MountOptions struct {
 	Sandbox *SandboxOptions
 	// SyncDebounce, if set, replaces the spec's sync debounce (tests).
 	SyncDebounce time.Duration
+	// Agent names the workspace's agent identity, the host user that owns
+	// what the agent writes (nil: the one the store recorded, else the
+	// spec's, else one allocated from AgentBase up; see setupAgent for a
+	// store that recorded none). A store keeps its identity for good.
+	Agent *Agent
+	// AgentsDir is the host-wide registry of agent identities (default
+	// DefaultAgentsDir).
+	AgentsDir string
 }
 
 // Workspace is a store mounted by Mount, or opened without a mount by Open.
@@ -75,6 +84,7 @@ type Workspace struct {
 	// caches hear of every change made through it.
 	FS *wsfs.FS
 
+	agent      Agent        // who the agent is on the host
 	tools      *tools.Tools // the agent tools (see tools.go)
 	spec       *spec.Spec   // nil for a store not imported from a spec
 	httpClient *http.Client
@@ -105,14 +115,12 @@ func openStore(dir string, opts MountOptions) (*kv.Store, error) {
 }
 
 // newFS returns the store by path; files made through it belong to the
-// owner of the workspace's root (the importing user).
-func newFS(st *kv.Store) *wsfs.FS {
-	owner := wsfs.Owner{}
-	if a, err := st.GetAttr(kv.RootIno); err == nil {
-		owner = wsfs.Owner{UID: a.Uid, GID: a.Gid}
-	}
-	return wsfs.New(st, owner)
-}
+// agent.
+func newFS(st *kv.Store, a Agent) *wsfs.FS { return wsfs.New(st, a.owner()) }
+
+// Agent is the workspace's agent identity: the host uid and gid that own
+// what the agent writes and that its sandboxed commands run as.
+func (w *Workspace) Agent() Agent { return w.agent }
 
 // Mount opens the store and mounts it.
 func Mount(opts MountOptions) (*Workspace, error) {
@@ -121,6 +129,9 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	}
 	mp, err := filepath.Abs(opts.Mountpoint)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkMountpointPlace(mp); err != nil {
 		return nil, err
 	}
 	if opts.Store, err = filepath.Abs(opts.Store); err != nil {
@@ -142,9 +153,15 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		opts.Quota = int64(sp.Quota)
 	}
 	store.SetQuota(opts.Quota)
-	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store), spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
+	agent, err := setupAgent(store, opts.Store, sp, AgentOptions{Agent: opts.Agent, Dir: opts.AgentsDir}, opts.Logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
-		Config:  fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates},
+		Config: fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates,
+			PrivateRoot: true},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})
@@ -179,8 +196,32 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		// not end the FUSE connection while they wait.
 		go watchUnmount(mp, w.stopTrim, w.log, w.endCommands)
 	}
-	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid())
+	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid(), "agent", agent.String())
 	return w, nil
+}
+
+// checkMountpointPlace refuses a mount point that is one of the host
+// directories every sandbox on the host binds from the host (/usr, /etc,
+// /opt...) or under one: there, the workspace would stop every sandbox
+// of the host from starting, or appear inside all of them.
+func checkMountpointPlace(mp string) error {
+	real := mp
+	if r, err := filepath.EvalSymlinks(mp); err == nil {
+		real = r
+	}
+	for _, d := range sandbox.HostDirs() {
+		where := ""
+		switch {
+		case real == d:
+			where = "is " + d
+		case strings.HasPrefix(real, d+"/"):
+			where = "is under " + d
+		default:
+			continue
+		}
+		return fmt.Errorf("mount point %s %s, which every sandbox on this host binds from the host: a mount there would stop every sandbox from starting (or appear in all of them); mount the workspace elsewhere, e.g. under /mnt or /srv", mp, where)
+	}
+	return nil
 }
 
 // Wait blocks until the file system is unmounted (by Unmount, umount(8) or

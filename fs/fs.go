@@ -31,6 +31,11 @@ type Config struct {
 	// daemon; by default they are blobs from their first byte, written by
 	// the kernel (see createPassthrough).
 	NoPassthroughCreates bool
+	// PrivateRoot shows the root directory without group and other
+	// permissions whatever its stored mode, so that the kernel lets no
+	// other user than its owner (the agent) and root into the mount, and
+	// a chmod by the agent cannot open it.
+	PrivateRoot bool
 }
 
 // ioBlockSize is st_blksize: the I/O size that cp, cat and friends use.
@@ -50,6 +55,8 @@ type FS struct {
 	nextFh  uint64
 
 	cursors dirCursors // where READDIRs resume
+
+	privateRoot bool // see Config.PrivateRoot
 
 	// passthrough: blobs opened for the kernel's direct I/O
 	ptLocks   [ptStripes]sync.Mutex // by inode: its opens and passthrough releases, one at a time
@@ -105,6 +112,7 @@ func New(store *kv.Store, cfg Config) *FS {
 		pt:            make(map[uint64]*ptFile),
 		ptOff:         cfg.NoPassthrough,
 		ptCreates:     !cfg.NoPassthroughCreates,
+		privateRoot:   cfg.PrivateRoot,
 	}
 	store.SetInUse(f.inUse)
 	return f
@@ -157,6 +165,9 @@ func (f *FS) fillAttr(a *kv.Attr, out *fuse.Attr) {
 		Ino: a.Ino, Size: a.Size, Blocks: a.Blocks,
 		Mode: a.Mode, Nlink: a.Nlink, Owner: fuse.Owner{Uid: a.Uid, Gid: a.Gid},
 		Rdev: a.Rdev, Blksize: ioBlockSize,
+	}
+	if a.Ino == kv.RootIno && f.privateRoot {
+		out.Mode &^= 0o077
 	}
 	out.Atime, out.Atimensec = splitTime(a.Atime)
 	out.Mtime, out.Mtimensec = splitTime(a.Mtime)

@@ -15,7 +15,7 @@ import (
 
 // PoolOptions configure a Pool.
 type PoolOptions struct {
-	// Options fix the sandboxes of the pool: Workspace, Rootfs, User,
+	// Options fix the sandboxes of the pool: Workspace, Rootfs, User, HostUser,
 	// Network, Limits.Memory, Limits.Pids, Limits.CPU, Hostname,
 	// NoSeccomp and StateDir. Its other fields are ignored.
 	Options Options
@@ -71,6 +71,10 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if base.User != nil {
 		u := *base.User // the caller's may change
 		base.User = &u
+	}
+	if base.HostUser != nil {
+		u := *base.HostUser
+		base.HostUser = &u
 	}
 	r, err := newRun(&base)
 	if err != nil {
@@ -136,10 +140,14 @@ func (p *Pool) fits(o *Options) bool {
 		return h
 	}
 	return o.Workspace == b.Workspace && o.Rootfs == b.Rootfs &&
-		user(o.User) == user(b.User) && o.Network == b.Network &&
+		user(o.User) == user(b.User) && sameHostUser(o.HostUser, b.HostUser) && o.Network == b.Network &&
 		o.Limits.Memory == b.Limits.Memory && o.Limits.Pids == b.Limits.Pids && o.Limits.CPU == b.Limits.CPU &&
 		host(o.Hostname) == host(b.Hostname) && o.NoSeccomp == b.NoSeccomp &&
 		filepath.Clean(o.StateDir) == filepath.Clean(b.StateDir)
+}
+
+func sameHostUser(a, b *User) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // Exec runs a shell command (/bin/sh -c command) with opts, as Run.

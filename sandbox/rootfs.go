@@ -167,3 +167,102 @@ func startTime(pid int) uint64 {
 	t, _ := strconv.ParseUint(f[19], 10, 64)
 	return t
 }
+
+// HostDirs are the host directories the default root file system binds
+// read-only into every sandbox ("/usr", "/etc", ...). Nothing may be
+// mounted under them (see checkMounts).
+func HostDirs() []string {
+	hostLayout()
+	out := make([]string, len(hostDirs))
+	for i, d := range hostDirs {
+		out[i] = "/" + d
+	}
+	return out
+}
+
+type mountPoint struct{ dir, fsType string }
+
+// mountPoints lists the mounts of this process's mount namespace.
+func mountPoints() ([]mountPoint, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var mps []mountPoint
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		m := mountPoint{dir: unescapeOctal(f[4])}
+		for i := 6; i+1 < len(f); i++ {
+			if f[i] == "-" {
+				m.fsType = f[i+1]
+				break
+			}
+		}
+		mps = append(mps, m)
+	}
+	return mps, nil
+}
+
+// unescapeOctal undoes mountinfo's \NNN escapes.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// under says whether p is strictly below dir.
+func under(p, dir string) bool {
+	return dir != p && strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// checkMounts refuses, with a clear message, what the kernel or the
+// sandbox's isolation cannot have: a mount under a host directory the
+// sandbox binds (the kernel refuses to bind, in a user namespace, a
+// directory with a mount under it, since that would uncover what the
+// mount hides: with a mount under /opt no sandbox on the host starts),
+// and a mount under a root file system given by the user (it is bound
+// with everything under it, so that mount, another workspace perhaps,
+// would appear inside the sandbox).
+func (r *run) checkMounts() error {
+	mps, err := mountPoints()
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	var binds []string
+	if r.opts.Rootfs == "" {
+		binds = HostDirs()
+	}
+	for _, m := range mps {
+		mp := m.dir
+		for _, d := range binds {
+			if mp == d && strings.HasPrefix(m.fsType, "fuse") {
+				return fmt.Errorf("sandbox: %s is a FUSE mount (%s), which every sandbox would get as its %s: unmount it (mount workspaces under /mnt or /srv)", mp, m.fsType, d)
+			}
+			if under(mp, d) {
+				return fmt.Errorf("sandbox: %s is a mount point under %s, which every sandbox binds read-only from the host, and the kernel refuses that bind with a mount under it: no sandbox can start until %s is unmounted (mount it elsewhere, under /mnt or /srv)", mp, d, mp)
+			}
+		}
+		if r.opts.Rootfs != "" && under(mp, r.opts.Rootfs) {
+			return fmt.Errorf("sandbox: rootfs %s has a mount under it (%s), which would appear inside the sandbox: unmount it or use another root file system", r.opts.Rootfs, mp)
+		}
+		if r.opts.Workspace != "" && under(mp, r.opts.Workspace) {
+			return fmt.Errorf("sandbox: workspace %s has a mount under it (%s), which the kernel refuses to leave out of the sandbox's /workspace: unmount it first", r.opts.Workspace, mp)
+		}
+	}
+	return nil
+}

@@ -50,6 +50,13 @@ type Limits struct {
 	OutputBytes int64         // stdout and stderr together; when exceeded the output is cut there and the sandbox is killed
 }
 
+// DefaultLimits are what sandboxctl and the computerfs daemon give each
+// sandbox unless told otherwise: a fork bomb or a memory hog is stopped
+// there, far from the host's limits (pid_max is 32768 on many hosts; with
+// 1024 each, 30 sandboxes fit), with room for parallel builds (go build,
+// npm, make -j: a few hundred processes and threads).
+var DefaultLimits = Limits{Memory: 4 << 30, Pids: 1024}
+
 // Options describe one run.
 type Options struct {
 	// Args is the program and its arguments. A program without a slash is
@@ -77,6 +84,13 @@ type Options struct {
 	Rootfs string
 	// User is who runs the program inside; nil means DefaultUser.
 	User *User
+	// HostUser, if set, is the host uid and gid that User is: the
+	// workspace's agent identity, so that what the program writes
+	// belongs to it. The user namespace then maps User's ids to these
+	// alone, and every other inside id N to host id 100000+N as without
+	// it (inside root is host 100000, which owns nothing of a workspace).
+	// nil: inside id N is host id 100000+N for every id. Never host root.
+	HostUser *User
 	// Network is NetworkNone (the default, for "") or NetworkHost.
 	Network Network
 	Limits  Limits
@@ -262,7 +276,11 @@ func newRun(opts *Options) (*run, error) {
 	if err := opts.Limits.check(); err != nil {
 		return nil, err
 	}
-	return &run{opts: opts, id: newID()}, nil
+	r := &run{opts: opts, id: newID()}
+	if err := r.checkHostUser(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (l Limits) check() error {
@@ -499,6 +517,32 @@ func (r *run) cleanup() {
 	for _, c := range r.closers {
 		c.Close()
 	}
+}
+
+// checkHostUser refuses a host user the user namespace cannot map as
+// asked: root, or an id of the shared range other than the one User has
+// there anyway.
+func (r *run) checkHostUser() error {
+	h := r.opts.HostUser
+	if h == nil {
+		return nil
+	}
+	u := r.user()
+	if u.UID >= idCount || u.GID >= idCount {
+		return fmt.Errorf("sandbox: user %d:%d: inside ids go up to %d", u.UID, u.GID, idCount-1)
+	}
+	for _, c := range []struct {
+		what         string
+		inside, host uint32
+	}{{"uid", u.UID, h.UID}, {"gid", u.GID, h.GID}} {
+		if c.host == 0 {
+			return fmt.Errorf("sandbox: host %s 0: the sandbox never runs as host root", c.what)
+		}
+		if in, ok := InsideID(c.host); ok && in != c.inside {
+			return fmt.Errorf("sandbox: host %s %d is inside id %d of every sandbox (host ids %d-%d): it cannot be inside id %d too", c.what, c.host, in, hostIDBase, hostIDBase+idCount-1, c.inside)
+		}
+	}
+	return nil
 }
 
 func (r *run) user() User {

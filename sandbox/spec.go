@@ -82,8 +82,8 @@ func (r *run) spec(rootfs string) *specs.Spec {
 		},
 		Annotations: map[string]string{ownerLabel: selfOwner()},
 		Linux: &specs.Linux{
-			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: hostIDBase, Size: idCount}},
-			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: hostIDBase, Size: idCount}},
+			UIDMappings: r.idMappings(u.UID, o.HostUser, func(h *User) uint32 { return h.UID }),
+			GIDMappings: r.idMappings(u.GID, o.HostUser, func(h *User) uint32 { return h.GID }),
 			CgroupsPath: "/" + cgroupParent(o.StateDir) + "/" + r.id,
 			Namespaces: []specs.LinuxNamespace{
 				{Type: specs.PIDNamespace},
@@ -126,6 +126,23 @@ func (r *run) spec(rootfs string) *specs.Spec {
 	return s
 }
 
+// idMappings maps inside ids 0-65535 to host ids 100000-165535, except
+// inside, which is the host user's id (of) when there is one.
+func (r *run) idMappings(inside uint32, host *User, of func(*User) uint32) []specs.LinuxIDMapping {
+	if host == nil || of(host) == hostIDBase+inside {
+		return []specs.LinuxIDMapping{{ContainerID: 0, HostID: hostIDBase, Size: idCount}}
+	}
+	var m []specs.LinuxIDMapping
+	if inside > 0 {
+		m = append(m, specs.LinuxIDMapping{ContainerID: 0, HostID: hostIDBase, Size: inside})
+	}
+	m = append(m, specs.LinuxIDMapping{ContainerID: inside, HostID: of(host), Size: 1})
+	if inside+1 < idCount {
+		m = append(m, specs.LinuxIDMapping{ContainerID: inside + 1, HostID: hostIDBase + inside + 1, Size: idCount - inside - 1})
+	}
+	return m
+}
+
 func (r *run) resources() *specs.LinuxResources {
 	l := r.opts.Limits
 	res := &specs.LinuxResources{
@@ -160,6 +177,9 @@ func (r *run) config() (*configs.Config, error) {
 			return nil, err
 		}
 	} else if err := checkRootfs(rootfs, r.opts.Workspace != ""); err != nil {
+		return nil, err
+	}
+	if err := r.checkMounts(); err != nil {
 		return nil, err
 	}
 	// specconv sets the owner of its shared default devices: one at a time.

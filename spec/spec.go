@@ -26,8 +26,14 @@ import (
 // Spec is a parsed workspace spec.
 type Spec struct {
 	Sources []Source `yaml:"sources" json:"sources"`
-	// Owner owns the imported files (default: the importing user).
+	// Owner owns the imported files (default: the agent identity, so that
+	// the agent can edit them; name another to keep them from it).
 	Owner *Owner `yaml:"owner,omitempty" json:"owner,omitempty"`
+	// Agent is the host uid and gid of the workspace's agent: what it
+	// writes through any path (fast path, tools, sandbox, mount) belongs
+	// to it (default: one allocated for the workspace; see the README's
+	// security model). Never root.
+	Agent *Owner `yaml:"agent,omitempty" json:"agent,omitempty"`
 	// Policy gates the agent tools (nil: everything allowed).
 	Policy *Policy `yaml:"policy,omitempty" json:"policy,omitempty"`
 	// Sync tunes the write-back of sources that have it.
@@ -371,6 +377,14 @@ func (sp *Spec) validate(name, baseDir string, pos map[string]int) error {
 	}
 	if sp.Owner != nil && (sp.Owner.UID == 1<<32-1 || sp.Owner.GID == 1<<32-1) {
 		return fail("owner", "uid and gid must be below 4294967295")
+	}
+	if a := sp.Agent; a != nil {
+		switch {
+		case a.UID == 1<<32-1 || a.GID == 1<<32-1:
+			return fail("agent", "uid and gid must be below 4294967295")
+		case a.UID == 0 || a.GID == 0:
+			return fail("agent", "the agent is never root: give a uid and gid other than 0")
+		}
 	}
 	return nil
 }

@@ -46,6 +46,11 @@ func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 	if r.attr.IsDir() && flag&(O_WRONLY|O_RDWR) != 0 {
 		return nil, pathErr("open", p, syscall.EISDIR)
 	}
+	if flag&(O_WRONLY|O_RDWR) != 0 {
+		if err := f.mayWriteAttr(&r.attr); err != nil {
+			return nil, pathErr("open", p, err)
+		}
+	}
 	if flag&O_TRUNC != 0 && flag&(O_WRONLY|O_RDWR) != 0 && r.attr.IsRegular() && r.attr.Size > 0 {
 		if _, err := f.kvSetAttr(r.ino, kv.SetAttrRequest{Valid: kv.SetSize}); err != nil {
 			return nil, pathErr("open", p, err)

@@ -1,6 +1,10 @@
 package wsfs
 
-import "github.com/computerfs/computerfs/kv"
+import (
+	"syscall"
+
+	"github.com/computerfs/computerfs/kv"
+)
 
 // A Notifier hears of every change made through an FS, so that a cache of
 // the workspace (the kernel's, for the FUSE mount) drops what the change
@@ -31,6 +35,9 @@ func (f *FS) entryChanged(dir uint64, name string) {
 // The store's operations, each followed by its notification.
 
 func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
+	if err := f.mayWrite(dir); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().Create(dir, name, n)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -39,6 +46,9 @@ func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
 }
 
 func (f *FS) kvUnlink(dir uint64, name string) error {
+	if err := f.mayWrite(dir); err != nil {
+		return err
+	}
 	err := f.ses().Unlink(dir, name)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -47,6 +57,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 }
 
 func (f *FS) kvRmdir(dir uint64, name string) error {
+	if err := f.mayWrite(dir); err != nil {
+		return err
+	}
 	err := f.ses().Rmdir(dir, name)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -55,6 +68,12 @@ func (f *FS) kvRmdir(dir uint64, name string) error {
 }
 
 func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName string) error {
+	if err := f.mayWrite(oldDir); err != nil {
+		return err
+	}
+	if err := f.mayWrite(newDir); err != nil {
+		return err
+	}
 	err := f.ses().Rename(oldDir, oldName, newDir, newName, 0)
 	if err == nil {
 		f.entryChanged(oldDir, oldName)
@@ -64,6 +83,9 @@ func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName stri
 }
 
 func (f *FS) kvLink(ino, dir uint64, name string) error {
+	if err := f.mayWrite(dir); err != nil {
+		return err
+	}
 	_, err := f.ses().Link(ino, dir, name)
 	if err == nil {
 		f.changed(ino)
@@ -73,6 +95,9 @@ func (f *FS) kvLink(ino, dir uint64, name string) error {
 }
 
 func (f *FS) kvSetAttr(ino uint64, req kv.SetAttrRequest) (kv.Attr, error) {
+	if err := f.maySetAttr(ino, req); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().SetAttr(ino, req)
 	if err == nil {
 		f.changed(ino)
@@ -89,6 +114,9 @@ func (f *FS) kvWrite(ino uint64, off int64, p []byte) error {
 }
 
 func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
+	if err := f.mayWrite(ino); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().SetContent(ino, data)
 	if err == nil {
 		f.changed(ino)
@@ -99,7 +127,21 @@ func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
 // As returns the workspace for another actor: the same store, owner and
 // notifier, with changes journaled as a's.
 func (f *FS) As(a kv.Actor) *FS {
-	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix}
+	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix, agent: f.agent}
+}
+
+// ForAgent returns the workspace as the agent uses it (the shell fast
+// path, the tools): the same store, owner, notifier and actor, except
+// that what is not the owner's (the operator's files, imports given to
+// another owner) is changed only as the kernel would let the owner, a
+// user without privileges: written, or its directory entries changed,
+// if its mode lets the owner's group or others write; its mode, times
+// and owner never. A file that is the owner's can only go to the owner's
+// group.
+func (f *FS) ForAgent() *FS {
+	g := f.As(*f.actor)
+	g.agent = true
+	return g
 }
 
 // Session is the store as the FS's actor, for changes wsfs has no call
@@ -110,3 +152,61 @@ func (f *FS) ses() kv.Session { return f.s.As(f.actor) }
 
 // Notifier returns the notifier SetNotifier installed, or nil.
 func (f *FS) Notifier() Notifier { return f.notify }
+
+// mayWrite says whether the agent may change the content or the entries
+// of ino (nil for an FS that is not ForAgent, or a file of the owner's).
+func (f *FS) mayWrite(ino uint64) error {
+	if !f.agent {
+		return nil
+	}
+	a, err := f.s.GetAttr(ino)
+	if err != nil {
+		return err
+	}
+	return f.mayWriteAttr(&a)
+}
+
+func (f *FS) mayWriteAttr(a *kv.Attr) error {
+	switch {
+	case !f.agent || a.Uid == f.owner.UID:
+		return nil
+	case a.Gid == f.owner.GID && a.Mode&0o020 != 0, a.Gid != f.owner.GID && a.Mode&0o002 != 0:
+		return nil
+	}
+	return syscall.EACCES
+}
+
+// maySetAttr says whether the agent may make the change req to ino.
+func (f *FS) maySetAttr(ino uint64, req kv.SetAttrRequest) error {
+	if !f.agent {
+		return nil
+	}
+	a, err := f.s.GetAttr(ino)
+	if err != nil {
+		return err
+	}
+	if req.Valid&(kv.SetUid|kv.SetGid) != 0 {
+		uid, gid := a.Uid, a.Gid
+		if req.Valid&kv.SetUid != 0 {
+			uid = req.Uid
+		}
+		if req.Valid&kv.SetGid != 0 {
+			gid = req.Gid
+		}
+		same := uid == a.Uid && gid == a.Gid
+		mine := a.Uid == f.owner.UID && uid == a.Uid && (gid == a.Gid || gid == f.owner.GID)
+		if !same && !mine {
+			return syscall.EPERM
+		}
+	}
+	if a.Uid == f.owner.UID {
+		return nil
+	}
+	if req.Valid&(kv.SetMode|kv.SetAtime|kv.SetMtime|kv.SetCtime) != 0 {
+		return syscall.EPERM // the owner's alone
+	}
+	if req.Valid&(kv.SetSize|kv.SetAtimeNow|kv.SetMtimeNow) != 0 {
+		return f.mayWriteAttr(&a)
+	}
+	return nil
+}

@@ -39,6 +39,7 @@ type FS struct {
 	prefix string      // see SetRootPrefix
 	notify Notifier
 	actor  *kv.Actor // journaled as the author of changes
+	agent  bool      // see ForAgent
 
 	// With exclusive use (SetExclusive), directories resolved without
 	// following links are remembered by path.

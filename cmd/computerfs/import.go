@@ -26,7 +26,9 @@ func cmdImport(args []string, stderr io.Writer) error {
 	fset.SetOutput(stderr)
 	specFile := fset.String("spec", "", "workspace spec file (YAML)")
 	store := fset.String("store", "", "store directory to populate (must be new, or already imported from a spec)")
-	owner := fset.String("owner", "", "UID:GID that owns the imported files unless the spec says (default: yours)")
+	owner := fset.String("owner", "", "UID:GID that owns the imported files unless the spec says (default: the agent)")
+	agentsDir := fset.String("agents-dir", "", "the host-wide registry of agent identities (default "+computerfs.DefaultAgentsDir+")")
+	agent := fset.String("agent", "", "UID:GID of the workspace's agent identity, which owns what the agent writes (default: the spec's, else one allocated)")
 	cacheMiB := fset.Int64("cache-size", 128, "Pebble block cache during the import, in MiB")
 	memtableMiB := fset.Int64("memtable-size", 128, "largest Pebble memtable during the import, in MiB (up to two are in memory)")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
@@ -47,10 +49,14 @@ func cmdImport(args []string, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
+	a, err := parseAgent(*agent)
+	if err != nil {
+		return &exitError{2, err}
+	}
 	if *cacheMiB <= 0 || *memtableMiB < 4 || *memtableMiB > 1024 {
 		return &exitError{2, errors.New("--cache-size must be positive and --memtable-size between 4 and 1024 MiB")}
 	}
-	imported, err := importSpec(*specFile, *store, importTuning{o, *cacheMiB << 20, uint64(*memtableMiB) << 20}, log, stderr)
+	imported, err := importSpec(*specFile, *store, importTuning{o, a, *agentsDir, *cacheMiB << 20, uint64(*memtableMiB) << 20}, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -74,7 +80,7 @@ func importSpec(specFile, store string, tune importTuning, log *slog.Logger, std
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		progress.Term = stderr
 	}
-	imported, err := computerfs.Import(ctx, computerfs.ImportOptions{Spec: sp, Store: store, Owner: tune.owner, Logger: log,
+	imported, err := computerfs.Import(ctx, computerfs.ImportOptions{Spec: sp, Store: store, Owner: tune.owner, Agent: computerfs.AgentOptions{Agent: tune.agent, Dir: tune.agentsDir}, Logger: log,
 		Progress: progress, CacheSize: tune.cache, MemTableSize: tune.memtable})
 	if err != nil && ctx.Err() != nil {
 		return false, fmt.Errorf("import interrupted; the store was left as it was: %w", err)
@@ -84,9 +90,23 @@ func importSpec(specFile, store string, tune importTuning, log *slog.Logger, std
 
 // importTuning is what the import and mount commands' flags set for an import.
 type importTuning struct {
-	owner    *wsfs.Owner
-	cache    int64
-	memtable uint64
+	owner     *wsfs.Owner
+	agent     *computerfs.Agent
+	agentsDir string
+	cache     int64
+	memtable  uint64
+}
+
+// parseAgent reads --agent: UID:GID, or nothing.
+func parseAgent(s string) (*computerfs.Agent, error) {
+	if s == "" {
+		return nil, nil
+	}
+	a, err := computerfs.ParseAgent(s)
+	if err != nil {
+		return nil, fmt.Errorf("--agent: %w", err)
+	}
+	return &a, nil
 }
 
 func parseOwner(s string) (*wsfs.Owner, error) {

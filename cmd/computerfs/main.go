@@ -150,7 +150,9 @@ func cmdMount(args []string, stderr io.Writer) error {
 	fset.SetOutput(stderr)
 	store := fset.String("store", "", "store directory (created if missing)")
 	specFile := fset.String("spec", "", "workspace spec: import its sources into the store first, unless the store was imported already")
-	owner := fset.String("owner", "", "with --spec, UID:GID that owns the imported files unless the spec says (default: yours)")
+	owner := fset.String("owner", "", "with --spec, UID:GID that owns the imported files unless the spec says (default: the agent)")
+	agent := fset.String("agent", "", "UID:GID of the workspace's agent identity, which owns what the agent writes and runs its sandboxed commands (default: the one the store recorded, else the spec's, else one allocated from "+fmt.Sprint(computerfs.AgentBase)+" up); a store keeps its agent for good")
+	agentsDir := fset.String("agents-dir", "", "the host-wide registry of agent identities (default "+computerfs.DefaultAgentsDir+")")
 	background := fset.Bool("background", false, "run as a daemon; return once the mount answers")
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
@@ -169,9 +171,9 @@ func cmdMount(args []string, stderr io.Writer) error {
 	noSandbox := fset.Bool("no-sandbox", false, "no sandbox backend for exec: only the shell fast path")
 	sbRootfs := fset.String("sandbox-rootfs", "", "the sandbox's root file system: an unpacked tree (default: the host's userland, read-only)")
 	sbNetwork := fset.Bool("sandbox-network", false, "let exec requests ask for the host's network in the sandbox (--network host)")
-	sbMemory := fset.String("sandbox-memory", "4G", "memory limit of each sandboxed command, page cache and /tmp included (0: none)")
+	sbMemory := fset.String("sandbox-memory", fmt.Sprintf("%dM", sandbox.DefaultLimits.Memory>>20), "memory limit of each sandboxed command, page cache and /tmp included (0: none)")
 	sbWarm := fset.Int("sandbox-warm", 1, "sandboxes kept started, waiting for the next command (0: start one per command)")
-	sbPids := fset.Int64("sandbox-pids", 4096, "processes and threads of each sandboxed command at once (0: no limit)")
+	sbPids := fset.Int64("sandbox-pids", sandbox.DefaultLimits.Pids, "processes and threads of each sandboxed command at once (0: no limit)")
 	sbState := fset.String("sandbox-state-dir", sandbox.DefaultStateDir, "where the sandboxes keep their state (sandboxctl's --state-dir)")
 	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parseInterleaved(fset, args)
@@ -214,12 +216,16 @@ func cmdMount(args []string, stderr io.Writer) error {
 			return &exitError{2, fmt.Errorf("--sandbox-pids must not be negative, not %d", *sbPids)}
 		}
 	}
+	ag, err := parseAgent(*agent)
+	if err != nil {
+		return &exitError{2, err}
+	}
 	if *specFile != "" {
 		o, err := parseOwner(*owner)
 		if err != nil {
 			return &exitError{2, err}
 		}
-		tune := importTuning{o, max(*cacheMiB<<20, 128<<20), max(uint64(*memtableMiB)<<20, 128<<20)}
+		tune := importTuning{o, ag, *agentsDir, max(*cacheMiB<<20, 128<<20), max(uint64(*memtableMiB)<<20, 128<<20)}
 		if _, err := importSpec(*specFile, *store, tune, log, stderr); err != nil {
 			return err
 		}
@@ -242,7 +248,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private, Quota: quota,
 		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, MinFree: minFree(*minFreeMiB), BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
-		Sandbox: sb,
+		Sandbox: sb, Agent: ag, AgentsDir: *agentsDir,
 	})
 	if err != nil {
 		signal.Stop(sigs)

@@ -126,7 +126,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d)\n", st.Mountpoint, st.Store, st.Pid)
+	fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d, agent %s)\n", st.Mountpoint, st.Store, st.Pid, st.Agent)
 	for _, s := range st.Sources {
 		fmt.Fprintf(stdout, "  %-20s %-7s %-16s %s\n", textsafe.Name(s.Path), s.Kind, "sync: "+s.Sync, textsafe.Text(s.From))
 		if s.SyncState != nil {

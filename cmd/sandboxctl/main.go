@@ -112,13 +112,15 @@ func cmdRun(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		memory  sizeFlag
 		output  sizeFlag
 		network = fs.String("network", "none", "none (loopback only) or host")
-		uid     = fs.Int("uid", int(sandbox.DefaultUser.UID), "user id inside the sandbox (host id 100000+N)")
-		gid     = fs.Int("gid", int(sandbox.DefaultUser.GID), "group id inside the sandbox (host id 100000+N)")
+		uid     = fs.Int("uid", int(sandbox.DefaultUser.UID), "user id inside the sandbox (host id 100000+N, unless it is the agent's)")
+		gid     = fs.Int("gid", int(sandbox.DefaultUser.GID), "group id inside the sandbox (host id 100000+N, unless it is the agent's)")
+		agent   = fs.String("agent", "", "`UID:GID` on the host that --uid and --gid are (\"none\": host id 100000+N; default: the owner of the workspace directory, a computerfs workspace's agent, unless that is root or of 100000-165535)")
 	)
 	fs.StringVar(&opts.Workspace, "w", "", "the workspace `MOUNTPOINT`, at /workspace in the sandbox")
 	fs.StringVar(&opts.Rootfs, "rootfs", "", "an unpacked root file system `DIR` (default: the host's userland, read-only)")
-	fs.Var(&memory, "memory", "memory limit, like 512M (default: none)")
-	fs.Int64Var(&opts.Limits.Pids, "pids", 0, "limit of processes and threads (default: none)")
+	memory = sizeFlag(sandbox.DefaultLimits.Memory)
+	fs.Var(&memory, "memory", "memory limit, like 512M (0: none)")
+	fs.Int64Var(&opts.Limits.Pids, "pids", sandbox.DefaultLimits.Pids, "limit of processes and threads (0: none)")
 	fs.Float64Var(&opts.Limits.CPU, "cpu", 0, "CPU limit in cores, like 0.5 (default: none)")
 	fs.DurationVar(&opts.Limits.Timeout, "timeout", 0, "wall-clock limit, like 30s; then everything is killed (default: none)")
 	fs.Var(&output, "output-limit", "limit of stdout and stderr together, like 10M; then everything is killed (default: none)")
@@ -153,6 +155,16 @@ func cmdRun(args []string, stdin *os.File, stdout, stderr *os.File) int {
 	opts.Env = env
 	opts.Network = sandbox.Network(*network)
 	opts.User = &sandbox.User{UID: uint32(*uid), GID: uint32(*gid)}
+	host, err := hostUser(*agent, opts.Workspace)
+	if err != nil {
+		fmt.Fprintln(stderr, "sandboxctl run:", err)
+		return 2
+	}
+	opts.HostUser = host
+	if opts.Limits.Pids < 0 {
+		fmt.Fprintln(stderr, "sandboxctl run: --pids must not be negative")
+		return 2
+	}
 	opts.Limits.Memory = int64(memory)
 	opts.Limits.OutputBytes = int64(output)
 	opts.Stdin, opts.Stdout, opts.Stderr = stdin, stdout, stderr
@@ -186,6 +198,33 @@ func cmdRun(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		printStats(stderr, res)
 	}
 	return res.ExitCode
+}
+
+// hostUser is who the sandbox's user is on the host: --agent, or the
+// owner of the workspace directory (a computerfs workspace's root is its
+// agent's, mode 0700: nobody else could write it), unless that owner is
+// root or one of the sandbox's shared ids.
+func hostUser(flag, workspace string) (*sandbox.User, error) {
+	switch flag {
+	case "none":
+		return nil, nil
+	case "":
+		var st syscall.Stat_t
+		if err := syscall.Stat(workspace, &st); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		if _, shared := sandbox.InsideID(st.Uid); st.Uid == 0 || st.Gid == 0 || shared {
+			return nil, nil
+		}
+		return &sandbox.User{UID: st.Uid, GID: st.Gid}, nil
+	}
+	u, g, _ := strings.Cut(flag, ":")
+	uid, err1 := strconv.ParseUint(u, 10, 32)
+	gid, err2 := strconv.ParseUint(g, 10, 32)
+	if err1 != nil || err2 != nil || uid == 0 || gid == 0 {
+		return nil, fmt.Errorf("--agent %q: want UID:GID (numbers, not root), or none", flag)
+	}
+	return &sandbox.User{UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
 func printStats(w io.Writer, r sandbox.Result) {

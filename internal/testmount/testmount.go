@@ -41,12 +41,21 @@ var (
 	running bool
 )
 
-// Run runs the tests (m.Run) and then removes the binaries they built. A
+// Run runs the tests (m.Run) and then removes the binaries they built
+// and the registry of agent identities they used (a temporary one). A
 // package whose tests use this package calls it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(testmount.Run(m)) }
 func Run(m *testing.M) int {
 	running = true
+	// The daemons and imports of the tests register their agent
+	// identities here, not in the host's registry.
+	if os.Getenv("COMPUTERFS_AGENTS_DIR") == "" {
+		if dir, err := os.MkdirTemp("", "computerfs-agents-"); err == nil {
+			os.Setenv("COMPUTERFS_AGENTS_DIR", dir)
+			defer os.RemoveAll(dir)
+		}
+	}
 	defer func() {
 		buildsMu.Lock()
 		defer buildsMu.Unlock()

@@ -1,0 +1,419 @@
+package computerfs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+// Agent is a workspace's agent identity: the host uid and gid that own
+// everything the agent writes, through the shell fast path, the tools, the
+// sandbox (which runs as it) and the mount. Each workspace has its own.
+type Agent struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
+func (a Agent) String() string { return fmt.Sprintf("%d:%d", a.UID, a.GID) }
+
+func (a Agent) owner() wsfs.Owner { return wsfs.Owner{UID: a.UID, GID: a.GID} }
+
+// The range agent identities are allocated from: uid and gid
+// AgentBase+N for the Nth workspace, N < AgentCount. It lies in the
+// block systemd leaves unused (1879048192-2147352575: above regular and
+// dynamic users, the 100000-165535 of the sandbox's other ids and
+// systemd-nspawn's container ranges, below 2^31), and ids that the host's
+// user or group database knows are skipped.
+const (
+	AgentBase  = 0x70000000 // 1879048192
+	AgentCount = 1 << 16
+)
+
+// DefaultAgentsDir is the host-wide registry of allocated agent
+// identities: one file per uid, named by it, holding the store directory
+// it belongs to. The environment variable COMPUTERFS_AGENTS_DIR replaces
+// it (tests).
+const DefaultAgentsDir = "/var/lib/computerfs/agents"
+
+func agentsDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	if d := os.Getenv("COMPUTERFS_AGENTS_DIR"); d != "" {
+		return d
+	}
+	return DefaultAgentsDir
+}
+
+// metaAgent is the store's meta key of its agent identity (JSON).
+const metaAgent = "agent"
+
+// storedAgent returns the agent identity recorded in the store.
+func storedAgent(st *kv.Store) (Agent, bool, error) {
+	b, err := st.GetMeta(metaAgent)
+	if err == kv.ErrNotFound {
+		return Agent{}, false, nil
+	}
+	if err != nil {
+		return Agent{}, false, err
+	}
+	var a Agent
+	if err := json.Unmarshal(b, &a); err != nil {
+		return Agent{}, false, fmt.Errorf("store's agent identity: %w", err)
+	}
+	return a, true, nil
+}
+
+func recordAgent(st *kv.Store, a Agent) error {
+	b, _ := json.Marshal(a)
+	return st.SetMeta(metaAgent, b)
+}
+
+// checkAgent refuses identities an agent must never have.
+func checkAgent(a Agent) error {
+	switch {
+	case a.UID == 0 || a.GID == 0:
+		return fmt.Errorf("agent %s: the agent is never root", a)
+	case a.UID == 1<<32-1 || a.GID == 1<<32-1:
+		return fmt.Errorf("agent %s: uid and gid must be below 4294967295", a)
+	}
+	return nil
+}
+
+// ParseAgent reads "UID:GID" (or "UID", the gid then the same number).
+func ParseAgent(s string) (Agent, error) {
+	u, g, ok := strings.Cut(s, ":")
+	if !ok {
+		g = u
+	}
+	uid, err1 := strconv.ParseUint(u, 10, 32)
+	gid, err2 := strconv.ParseUint(g, 10, 32)
+	if err1 != nil || err2 != nil {
+		return Agent{}, fmt.Errorf("agent %q: want UID:GID (numbers)", s)
+	}
+	a := Agent{uint32(uid), uint32(gid)}
+	return a, checkAgent(a)
+}
+
+// registry is the host-wide record of agent identities (a directory),
+// used under an exclusive lock on its .lock file so that concurrent
+// mounts and imports never take the same uid.
+type registry struct {
+	dir  string
+	lock *os.File
+}
+
+func openRegistry(dir string) (*registry, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent registry: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("agent registry: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("agent registry: lock: %w", err)
+	}
+	return &registry{dir: dir, lock: f}, nil
+}
+
+func (r *registry) close() { r.lock.Close() }
+
+// entries maps each registered uid to its entry (gid and store).
+func (r *registry) entries() (map[uint32]regEntry, error) {
+	des, err := os.ReadDir(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	m := map[uint32]regEntry{}
+	for _, de := range des {
+		uid, err := strconv.ParseUint(de.Name(), 10, 32)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(r.dir, de.Name()))
+		if err != nil {
+			continue
+		}
+		var e regEntry
+		if json.Unmarshal(b, &e) != nil {
+			continue
+		}
+		m[uint32(uid)] = e
+	}
+	return m, nil
+}
+
+type regEntry struct {
+	GID   uint32 `json:"gid"`
+	Store string `json:"store"`
+}
+
+// live says whether the store an entry names still exists. A store that
+// is gone frees its identity.
+func (e regEntry) live() bool {
+	_, err := os.Stat(e.Store)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+func (r *registry) put(a Agent, store string) error {
+	b, _ := json.Marshal(regEntry{GID: a.GID, Store: store})
+	p := filepath.Join(r.dir, strconv.FormatUint(uint64(a.UID), 10))
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// claim registers a as the agent of store. An identity that another
+// existing store has is refused: two workspaces never share an agent.
+func (r *registry) claim(a Agent, store string) error {
+	m, err := r.entries()
+	if err != nil {
+		return err
+	}
+	for uid, e := range m {
+		if e.Store == store || !e.live() {
+			continue
+		}
+		if uid == a.UID {
+			return fmt.Errorf("agent %s is already the agent of the store %s (give another uid:gid, or remove that store)", a, e.Store)
+		}
+	}
+	// Forget any other identity this store had.
+	for uid, e := range m {
+		if e.Store == store && uid != a.UID {
+			os.Remove(filepath.Join(r.dir, strconv.FormatUint(uint64(uid), 10)))
+		}
+	}
+	return r.put(a, store)
+}
+
+// allocate returns the identity registered for store, or registers the
+// lowest free one of the range.
+func (r *registry) allocate(store string) (Agent, error) {
+	m, err := r.entries()
+	if err != nil {
+		return Agent{}, err
+	}
+	var mine []uint32
+	for uid, e := range m {
+		if e.Store == store {
+			mine = append(mine, uid)
+		}
+	}
+	if len(mine) > 0 {
+		sort.Slice(mine, func(i, j int) bool { return mine[i] < mine[j] })
+		return Agent{mine[0], m[mine[0]].GID}, nil
+	}
+	usedGID := map[uint32]bool{}
+	for _, e := range m {
+		if e.live() {
+			usedGID[e.GID] = true
+		}
+	}
+	for id := uint32(AgentBase); id < AgentBase+AgentCount; id++ {
+		if e, ok := m[id]; ok && e.live() || usedGID[id] || hostKnows(id) {
+			continue
+		}
+		a := Agent{id, id}
+		return a, r.put(a, store)
+	}
+	return Agent{}, fmt.Errorf("agent registry %s: all %d identities from %d are taken", r.dir, AgentCount, AgentBase)
+}
+
+// hostKnows says whether the host's user or group database has id.
+func hostKnows(id uint32) bool {
+	s := strconv.FormatUint(uint64(id), 10)
+	if _, err := user.LookupId(s); err == nil {
+		return true
+	}
+	_, err := user.LookupGroupId(s)
+	return err == nil
+}
+
+// AgentOptions say how a workspace gets its agent identity.
+type AgentOptions struct {
+	// Agent names the identity (nil: the spec's, else the one recorded
+	// in the store, else one allocated).
+	Agent *Agent
+	// Dir is the registry (default DefaultAgentsDir).
+	Dir string
+}
+
+// resolveAgent returns the agent identity for the store at dir: opts',
+// else the spec's, else the one the registry has for it, else a new one.
+// It is registered for the store. A daemon that is not root has no
+// identities to give: its agent is its own user.
+func resolveAgent(dir string, sp *spec.Spec, opts AgentOptions) (Agent, error) {
+	var want *Agent
+	switch {
+	case opts.Agent != nil:
+		want = opts.Agent
+	case sp != nil && sp.Agent != nil:
+		want = &Agent{sp.Agent.UID, sp.Agent.GID}
+	}
+	if os.Geteuid() != 0 {
+		self := Agent{uint32(os.Getuid()), uint32(os.Getgid())}
+		if want != nil && *want != self {
+			return Agent{}, fmt.Errorf("agent %s: a daemon that is not root cannot give its workspace another identity than its own (%s)", *want, self)
+		}
+		return self, nil
+	}
+	if want != nil {
+		if err := checkAgent(*want); err != nil {
+			return Agent{}, err
+		}
+	}
+	r, err := openRegistry(agentsDir(opts.Dir))
+	if err != nil {
+		return Agent{}, err
+	}
+	defer r.close()
+	if want != nil {
+		return *want, r.claim(*want, dir)
+	}
+	return r.allocate(dir)
+}
+
+// setupAgent gives the store its agent identity: the one it recorded, or,
+// for a store that has none (made before agent identities, or new and not
+// imported from a spec), one resolved now and recorded. Such a store's
+// files that belong to root (everything the agent wrote before, as the
+// fast path and tools wrote as the root directory's owner, root by
+// default) are given to the agent; a store whose root directory belongs
+// to another user than root (mount --owner) keeps that user as its agent.
+func setupAgent(st *kv.Store, dir string, sp *spec.Spec, opts AgentOptions, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}) (Agent, error) {
+	a, ok, err := storedAgent(st)
+	if err != nil {
+		return Agent{}, err
+	}
+	if ok {
+		if opts.Agent != nil && *opts.Agent != a {
+			return Agent{}, fmt.Errorf("agent %s: the store's agent is %s, for good (its files are that agent's)", *opts.Agent, a)
+		}
+		if os.Geteuid() == 0 {
+			// The registry may have lost it (another registry, a new
+			// host): say again that this store has it.
+			if r, err := openRegistry(agentsDir(opts.Dir)); err == nil {
+				if err := r.claim(a, dir); err != nil {
+					log.Warn("the workspace's agent identity is registered to another store too", "agent", a.String(), "err", err)
+				}
+				r.close()
+			}
+		}
+		return a, nil
+	}
+	root, err := st.GetAttr(kv.RootIno)
+	if err != nil {
+		return Agent{}, err
+	}
+	adopt := Agent{root.Uid, root.Gid}
+	named := opts.Agent != nil || sp != nil && sp.Agent != nil
+	if !named && root.Uid != 0 && checkAgent(adopt) == nil {
+		a = adopt
+		if os.Geteuid() == 0 {
+			r, err := openRegistry(agentsDir(opts.Dir))
+			if err != nil {
+				return Agent{}, err
+			}
+			err = r.claim(a, dir)
+			r.close()
+			if err != nil {
+				return Agent{}, err
+			}
+		}
+		log.Info("the store has no agent identity: the owner of its root directory is its agent from now on", "agent", a.String())
+	} else {
+		if a, err = resolveAgent(dir, sp, opts); err != nil {
+			return Agent{}, err
+		}
+		n, err := chownRootFiles(st, a)
+		if err != nil {
+			return Agent{}, fmt.Errorf("giving root's files to the agent %s: %w", a, err)
+		}
+		if n > 1 {
+			log.Warn("the store had no agent identity: its files that belonged to root now belong to its new agent", "agent", a.String(), "files", n)
+		}
+	}
+	if err := privateRoot(st, a); err != nil {
+		return Agent{}, err
+	}
+	return a, recordAgent(st, a)
+}
+
+// privateRoot makes the workspace's root directory the agent's, mode
+// 0700: no other host user can enter the mount (root still can).
+func privateRoot(st *kv.Store, a Agent) error {
+	root, err := st.GetAttr(kv.RootIno)
+	if err != nil {
+		return err
+	}
+	_, err = st.SetAttr(kv.RootIno, kv.SetAttrRequest{Valid: kv.SetUid | kv.SetGid | kv.SetMode,
+		Uid: a.UID, Gid: a.GID, Mode: root.Mode&0o7000 | 0o700})
+	return err
+}
+
+// chownRootFiles gives every inode of the store owned by uid 0 to the
+// agent (and every group 0 to its group), and returns how many it changed.
+func chownRootFiles(st *kv.Store, a Agent) (int, error) {
+	n := 0
+	seen := map[uint64]bool{}
+	var walk func(ino uint64) error
+	walk = func(ino uint64) error {
+		attr, err := st.GetAttr(ino)
+		if err != nil {
+			return err
+		}
+		var req kv.SetAttrRequest
+		if attr.Uid == 0 {
+			req.Valid |= kv.SetUid
+			req.Uid = a.UID
+		}
+		if attr.Gid == 0 {
+			req.Valid |= kv.SetGid
+			req.Gid = a.GID
+		}
+		if req.Valid != 0 {
+			if _, err := st.SetAttr(ino, req); err != nil {
+				return err
+			}
+			n++
+		}
+		if !attr.IsDir() {
+			return nil
+		}
+		var kids []kv.Dirent
+		if err := st.ReadDir(ino, "", func(d kv.Dirent) bool { kids = append(kids, d); return true }); err != nil {
+			return err
+		}
+		for _, d := range kids {
+			if seen[d.Ino] {
+				continue
+			}
+			seen[d.Ino] = true
+			if err := walk(d.Ino); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return n, walk(kv.RootIno)
+}
