@@ -31,6 +31,9 @@ func (f *FS) entryChanged(dir uint64, name string) {
 // The store's operations, each followed by its notification.
 
 func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
+	if err := f.guardEntry(dir, name); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().Create(dir, name, n)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -39,6 +42,9 @@ func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
 }
 
 func (f *FS) kvUnlink(dir uint64, name string) error {
+	if err := f.guardEntry(dir, name); err != nil {
+		return err
+	}
 	err := f.ses().Unlink(dir, name)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -47,6 +53,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 }
 
 func (f *FS) kvRmdir(dir uint64, name string) error {
+	if err := f.guardEntry(dir, name); err != nil {
+		return err
+	}
 	err := f.ses().Rmdir(dir, name)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -55,6 +64,9 @@ func (f *FS) kvRmdir(dir uint64, name string) error {
 }
 
 func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName string) error {
+	if err := f.guardRename(oldDir, oldName, newDir, newName); err != nil {
+		return err
+	}
 	err := f.ses().Rename(oldDir, oldName, newDir, newName, 0)
 	if err == nil {
 		f.entryChanged(oldDir, oldName)
@@ -64,6 +76,12 @@ func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName stri
 }
 
 func (f *FS) kvLink(ino, dir uint64, name string) error {
+	if err := f.guardIno(ino, true); err != nil { // no denied or read-only file gets another name
+		return err
+	}
+	if err := f.guardEntry(dir, name); err != nil {
+		return err
+	}
 	_, err := f.ses().Link(ino, dir, name)
 	if err == nil {
 		f.changed(ino)
@@ -73,6 +91,9 @@ func (f *FS) kvLink(ino, dir uint64, name string) error {
 }
 
 func (f *FS) kvSetAttr(ino uint64, req kv.SetAttrRequest) (kv.Attr, error) {
+	if err := f.guardIno(ino, true); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().SetAttr(ino, req)
 	if err == nil {
 		f.changed(ino)
@@ -89,6 +110,9 @@ func (f *FS) kvWrite(ino uint64, off int64, p []byte) error {
 }
 
 func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
+	if err := f.guardIno(ino, true); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().SetContent(ino, data)
 	if err == nil {
 		f.changed(ino)
@@ -99,7 +123,7 @@ func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
 // As returns the workspace for another actor: the same store, owner and
 // notifier, with changes journaled as a's.
 func (f *FS) As(a kv.Actor) *FS {
-	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix}
+	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix, guard: f.guard}
 }
 
 // Session is the store as the FS's actor, for changes wsfs has no call
