@@ -73,6 +73,18 @@ func (f *FS) guardEntry(dir uint64, name string) error {
 	return f.guard.Write(policy.Join(dp, name))
 }
 
+// guardUnlink refuses removing name from dir: a change of that path, and
+// of the file's other names if it has some.
+func (f *FS) guardUnlink(dir uint64, name string) error {
+	if err := f.guardEntry(dir, name); err != nil || f.guard == nil {
+		return err
+	}
+	if a, err := f.s.Lookup(dir, name); err == nil && a.Nlink > 1 && !a.IsDir() {
+		return f.guardIno(a.Ino, true)
+	}
+	return nil
+}
+
 // guardIno refuses reading (or changing, with write) the inode ino when a
 // rule covers one of its names.
 func (f *FS) guardIno(ino uint64, write bool) error {

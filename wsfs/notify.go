@@ -42,7 +42,7 @@ func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
 }
 
 func (f *FS) kvUnlink(dir uint64, name string) error {
-	if err := f.guardEntry(dir, name); err != nil {
+	if err := f.guardUnlink(dir, name); err != nil {
 		return err
 	}
 	err := f.ses().Unlink(dir, name)
