@@ -81,6 +81,7 @@ type Options struct {
 // Tools are a workspace's tools. They are safe for concurrent use.
 type Tools struct {
 	fs  *wsfs.FS
+	raw *wsfs.FS // fs without the path rules: GitClone's new directory
 	st  *kv.Store
 	pol *policy
 	run Runner
@@ -126,9 +127,9 @@ func New(f *wsfs.FS, opts Options) (*Tools, error) {
 	// names the rule; the workspace they work on enforces the rules again
 	// where each file is resolved and changed (links, hard links, renames
 	// of directories, races with other writers).
-	g := f.As(kv.Actor{Entry: "tools"}).WithPolicy(pl.paths)
-	g.SetRootPrefix(Root)
-	return &Tools{fs: g, st: f.Store(), pol: pl, run: opts.Run, log: log}, nil
+	raw := f.As(kv.Actor{Entry: "tools"})
+	raw.SetRootPrefix(Root)
+	return &Tools{fs: raw.WithPolicy(pl.paths), raw: raw, st: f.Store(), pol: pl, run: opts.Run, log: log}, nil
 }
 
 func cmpOr(v, def int64) int64 {
