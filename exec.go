@@ -79,7 +79,7 @@ type SandboxOptions struct {
 // always, the sandbox when the daemon was started with one and other
 // users (the sandbox's) can use the mount.
 func (w *Workspace) setBackends(opts MountOptions) {
-	w.shell = &shell.Backend{FS: w.FS.ForAgent()}
+	w.shell = &shell.Backend{FS: w.FS.ForAgent().WithPolicy(pathRules(w.spec))}
 	switch {
 	case w.Mountpoint == "":
 		w.noSandbox = "the workspace is not mounted (the sandbox runs on the mount)"

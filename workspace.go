@@ -161,7 +161,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
 		Config: fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates,
-			PrivateRoot: true},
+			PrivateRoot: true, Agent: agentRules(sp, agent)},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})

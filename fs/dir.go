@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/policy"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -47,6 +48,18 @@ func (f *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
 	ino := in.NodeId
 	off := in.Offset
+	if err := f.checkIno(&in.InHeader, ino, false); err != nil {
+		return f.status("readdir", err)
+	}
+	// With deny rules, READDIRPLUS gives no entry of a denied name (a
+	// dentry the kernel would keep): lookups of it must reach LOOKUP.
+	dirPath := ""
+	if plus && f.rules().HasDeny() {
+		var err error
+		if dirPath, err = policy.DirPath(f.store, ino); err != nil {
+			return f.status("readdir", err)
+		}
+	}
 	if off == 0 {
 		if a, err := f.store.GetAttr(ino); err == nil && kv.NeedsAtime(&a) {
 			if err := f.store.TouchAtime(ino); err != nil {
@@ -73,7 +86,7 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 			if eo == nil {
 				return false
 			}
-			if name != "." && name != ".." {
+			if name != "." && name != ".." && (dirPath == "" || f.rules().Denied(policy.Join(dirPath, name)) == nil) {
 				// An entry removed since the scan saw it keeps no attributes.
 				if a, err := f.store.GetAttr(ino); err == nil {
 					f.fillEntry(&a, eo)

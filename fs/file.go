@@ -101,6 +101,9 @@ func noFlush(flags uint32) bool {
 
 // Open implements OPEN.
 func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if err := f.checkIno(&in.InHeader, in.NodeId, openWrites(in.Flags)); err != nil {
+		return f.status("open", err)
+	}
 	a, err := f.store.GetAttr(in.NodeId)
 	if err != nil {
 		return f.status("open", err)
@@ -134,6 +137,9 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 // Create implements CREATE: a new regular file, opened.
 func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	mode := in.Mode&^kv.S_IFMT | kv.S_IFREG
+	if err := f.checkEntry(&in.InHeader, in.NodeId, name); err != nil {
+		return f.status("create", err)
+	}
 	a, err := f.as(&in.InHeader).Create(in.NodeId, name, kv.NewInode{Mode: mode, Uid: in.Uid, Gid: in.Gid})
 	if err != nil {
 		return f.status("create", err)
@@ -154,6 +160,9 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 
 // Tmpfile implements TMPFILE: open(2) with O_TMPFILE.
 func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	if err := f.checkIno(&in.InHeader, in.NodeId, true); err != nil { // a file made in the directory
+		return f.status("tmpfile", err)
+	}
 	a, err := f.as(&in.InHeader).CreateTmpfile(in.NodeId, kv.NewInode{Mode: in.Mode, Uid: in.Uid, Gid: in.Gid})
 	if err != nil {
 		return f.status("tmpfile", err)
@@ -298,6 +307,9 @@ func (f *FS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut)
 
 // GetXAttr implements GETXATTR.
 func (f *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
+	if err := f.checkIno(h, h.NodeId, false); err != nil {
+		return 0, f.status("getxattr", err)
+	}
 	v, err := f.store.GetXattr(h.NodeId, name)
 	if err != nil {
 		return 0, f.status("getxattr", err)
@@ -315,6 +327,9 @@ func (f *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, des
 // only to privileged callers (here: uid 0; the request does not carry
 // capabilities).
 func (f *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	if err := f.checkIno(h, h.NodeId, false); err != nil {
+		return 0, f.status("listxattr", err)
+	}
 	all, err := f.store.ListXattr(h.NodeId)
 	if err != nil {
 		return 0, f.status("listxattr", err)
@@ -344,11 +359,17 @@ func (f *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (u
 
 // SetXAttr implements SETXATTR.
 func (f *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
+	if err := f.checkIno(&in.InHeader, in.NodeId, true); err != nil {
+		return f.status("setxattr", err)
+	}
 	return f.status("setxattr", f.as(&in.InHeader).SetXattr(in.NodeId, name, data, in.Flags))
 }
 
 // RemoveXAttr implements REMOVEXATTR.
 func (f *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	if err := f.checkIno(h, h.NodeId, true); err != nil {
+		return f.status("removexattr", err)
+	}
 	return f.status("removexattr", f.as(h).RemoveXattr(h.NodeId, name))
 }
 

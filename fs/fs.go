@@ -26,6 +26,9 @@ type Config struct {
 	// NoPassthrough keeps every read and write going through the daemon,
 	// blobs included (see passthrough.go).
 	NoPassthrough bool
+	// Agent, if set, are the path rules the agent's requests are bound by
+	// (see AgentRules).
+	Agent *AgentRules
 	// NoPassthroughCreates leaves files created with O_TRUNC in chunks
 	// until they grow big, so that their first writer goes through the
 	// daemon; by default they are blobs from their first byte, written by
@@ -67,6 +70,7 @@ type FS struct {
 	ptCreates bool               // !Config.NoPassthroughCreates
 
 	server  *fuse.Server
+	agent   *AgentRules // nil: no rules to enforce
 	actors  actorCache
 	written func(ino uint64)
 	// inodes written through a handle since their last open; told to
@@ -113,6 +117,7 @@ func New(store *kv.Store, cfg Config) *FS {
 		ptOff:         cfg.NoPassthrough,
 		ptCreates:     !cfg.NoPassthroughCreates,
 		privateRoot:   cfg.PrivateRoot,
+		agent:         agentRules(&cfg),
 	}
 	store.SetInUse(f.inUse)
 	return f
@@ -194,7 +199,18 @@ func (f *FS) fillAttrOut(a *kv.Attr, out *fuse.AttrOut) {
 
 // Lookup implements LOOKUP.
 func (f *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	denied, err := f.lookupDenied(h.NodeId, name)
+	if err != nil && err != syscall.ENOENT {
+		return f.status("lookup", err)
+	}
+	if denied && f.bound(h) {
+		return fuse.EACCES
+	}
 	a, err := f.store.Lookup(h.NodeId, name)
+	if denied {
+		// Never cached, so that the agent's lookups reach the daemon.
+		defer func() { out.SetEntryTimeout(0); out.SetAttrTimeout(0) }()
+	}
 	if err == kv.ErrNotFound {
 		// A negative entry: the kernel remembers that name does not exist
 		// (a reply without error, node 0: an ENOENT reply would be cached
@@ -245,6 +261,9 @@ func (f *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrO
 // leaves clearing setuid/setgid to us: the store does it on chown, and on
 // truncate when the kernel says the caller is unprivileged.
 func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	if err := f.checkIno(&in.InHeader, in.NodeId, true); err != nil {
+		return f.status("setattr", err)
+	}
 	var req kv.SetAttrRequest
 	v := in.Valid
 	if v&fuse.FATTR_MODE != 0 {
@@ -300,6 +319,9 @@ func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrO
 }
 
 func (f *FS) create(h *fuse.InHeader, name string, n kv.NewInode, out *fuse.EntryOut) fuse.Status {
+	if err := f.checkEntry(h, h.NodeId, name); err != nil {
+		return f.status("create", err)
+	}
 	a, err := f.as(h).Create(h.NodeId, name, n)
 	if err != nil {
 		return f.status("create", err)
@@ -326,6 +348,9 @@ func (f *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name stri
 
 // Readlink implements READLINK.
 func (f *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	if err := f.checkIno(h, h.NodeId, false); err != nil {
+		return nil, f.status("readlink", err)
+	}
 	t, err := f.store.Readlink(h.NodeId)
 	if err != nil {
 		return nil, f.status("readlink", err)
@@ -335,6 +360,12 @@ func (f *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.St
 
 // Link implements LINK.
 func (f *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	if err := f.checkIno(&in.InHeader, in.Oldnodeid, true); err != nil { // no other name for a denied or read-only file
+		return f.status("link", err)
+	}
+	if err := f.checkEntry(&in.InHeader, in.NodeId, name); err != nil {
+		return f.status("link", err)
+	}
 	a, err := f.as(&in.InHeader).Link(in.Oldnodeid, in.NodeId, name)
 	if err != nil {
 		return f.status("link", err)
@@ -345,16 +376,25 @@ func (f *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fus
 
 // Unlink implements UNLINK.
 func (f *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	if err := f.checkUnlink(h, h.NodeId, name); err != nil {
+		return f.status("unlink", err)
+	}
 	return f.status("unlink", f.as(h).Unlink(h.NodeId, name))
 }
 
 // Rmdir implements RMDIR.
 func (f *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	if err := f.checkEntry(h, h.NodeId, name); err != nil {
+		return f.status("rmdir", err)
+	}
 	return f.status("rmdir", f.as(h).Rmdir(h.NodeId, name))
 }
 
 // Rename implements RENAME and RENAME2.
 func (f *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	if err := f.checkRename(&in.InHeader, in.NodeId, oldName, in.Newdir, newName, in.Flags); err != nil {
+		return f.status("rename", err)
+	}
 	return f.status("rename", f.as(&in.InHeader).Rename(in.NodeId, oldName, in.Newdir, newName, in.Flags))
 }
 

@@ -122,6 +122,10 @@ func (e *ExecPolicy) MaxTimeoutDuration() time.Duration {
 	return d
 }
 
+// CheckGlob tells what is wrong with a path pattern of a policy, if
+// anything.
+func CheckGlob(g string) error { return checkGlob(g) }
+
 func checkGlob(g string) error {
 	if g == "" {
 		return errors.New("empty pattern")
@@ -129,7 +133,7 @@ func checkGlob(g string) error {
 	if strings.IndexByte(g, 0) >= 0 {
 		return errors.New("contains a NUL byte")
 	}
-	for _, part := range globParts(g) {
+	for _, part := range GlobParts(g) {
 		if part == ".." {
 			return fmt.Errorf("%q: .. has no place in a pattern", g)
 		}
@@ -140,10 +144,10 @@ func checkGlob(g string) error {
 	return nil
 }
 
-// globParts normalises a pattern into components: "/workspace/a/*.go" and
+// GlobParts normalises a pattern into components: "/workspace/a/*.go" and
 // "/a/*.go" are rooted at the workspace; a pattern without a leading slash
 // ("*.env", "secrets/**") matches at any depth, as in .gitignore.
-func globParts(g string) []string {
+func GlobParts(g string) []string {
 	if rest, ok := strings.CutPrefix(g, "/workspace"); ok && (rest == "" || rest[0] == '/') {
 		g = rest
 	}
@@ -165,7 +169,7 @@ func globParts(g string) []string {
 // covers "/secrets/key". "*" matches within a name, "**" any number of
 // names.
 func MatchPath(g, p string) bool {
-	pat := globParts(g)
+	pat := GlobParts(g)
 	var names []string
 	for _, n := range strings.Split(p, "/") {
 		if n != "" {
@@ -189,7 +193,7 @@ func MatchGlob(g, p string) bool {
 			names = append(names, n)
 		}
 	}
-	return matchParts(globParts(g), names)
+	return matchParts(GlobParts(g), names)
 }
 
 func matchParts(pat, names []string) bool {

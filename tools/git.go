@@ -69,6 +69,11 @@ func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, e
 		if err := t.mkdirAll(c, p); err != nil {
 			return GitCloneResult{}, err
 		}
+		// The clone fills the new directory whole, as an import does:
+		// paths the rules cover are made too (a denied one is then
+		// unreadable, a read-only one unchangeable, like any other). The
+		// harness clones; the agent cannot (no MCP tool).
+		cfs := t.raw.As(c.actor)
 		var repo *git.Repository
 		refs := []plumbing.ReferenceName{""}
 		if a.Ref != "" { // a branch, else a tag
@@ -76,7 +81,7 @@ func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, e
 		}
 		var cerr error
 		for _, ref := range refs {
-			dot, err := c.fs.Billy(p).Chroot(".git")
+			dot, err := cfs.Billy(p).Chroot(".git")
 			if err != nil {
 				return GitCloneResult{}, err
 			}
@@ -85,21 +90,21 @@ func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, e
 			if a.Depth > 0 {
 				opts.Tags = git.NoTags
 			}
-			repo, cerr = git.CloneContext(ctx, st, c.fs.Billy(p), opts)
+			repo, cerr = git.CloneContext(ctx, st, cfs.Billy(p), opts)
 			st.Close()
 			if cerr == nil {
 				break
 			}
 			repo = nil
-			if err := c.fs.RemoveAll(p); err != nil {
+			if err := cfs.RemoveAll(p); err != nil {
 				return GitCloneResult{}, showErr(err)
 			}
-			if err := c.fs.MkdirAll(p, 0o755); err != nil {
+			if err := cfs.MkdirAll(p, 0o755); err != nil {
 				return GitCloneResult{}, showErr(err)
 			}
 		}
 		if repo == nil {
-			c.fs.RemoveAll(p)
+			cfs.RemoveAll(p)
 			if a.Ref != "" {
 				return GitCloneResult{}, fmt.Errorf("git clone %s, ref %q (tried as a branch and as a tag): %w", a.URL, a.Ref, cerr)
 			}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/computerfs/computerfs/kv"
+	rules "github.com/computerfs/computerfs/policy"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
 )
@@ -32,13 +33,10 @@ func show(p string) string {
 }
 
 // Refusal is a call refused by the policy or by the confinement to
-// /workspace. Rule names what refused it.
-type Refusal struct {
-	Rule string // "deny[0] /secrets/**", "read_only", "confinement"...
-	Msg  string
-}
-
-func (r *Refusal) Error() string { return fmt.Sprintf("refused by %s: %s", r.Rule, r.Msg) }
+// /workspace. Rule names what refused it ("policy deny[0] \"/secrets\"",
+// "policy read_only", "confinement to /workspace"...). It is the type the
+// workspace's path rules refuse with everywhere (package policy).
+type Refusal = rules.Refusal
 
 func confinement(format string, args ...any) error {
 	return &Refusal{Rule: "confinement to " + Root, Msg: fmt.Sprintf(format, args...)}
@@ -156,6 +154,7 @@ func resolve(f *wsfs.FS, arg string, followLast bool) (string, error) {
 // policy is a spec.Policy ready to use.
 type policy struct {
 	p          spec.Policy
+	paths      *rules.Checker // the path rules, shared with exec's backends
 	maxWrite   int64
 	maxRead    int64
 	maxOutput  int64
@@ -173,34 +172,24 @@ type regexpRule struct {
 // check refuses access to the store path p when a rule covers it: deny
 // rules always, read-only rules and read-only mode when write is set.
 func (pl *policy) check(p string, write bool) error {
-	for i, g := range pl.p.Deny {
-		if spec.MatchPath(g, p) {
-			return &Refusal{Rule: fmt.Sprintf("policy deny[%d] %q", i, g), Msg: show(p) + " is denied to tools"}
-		}
+	if r := pl.paths.Denied(p); r != nil {
+		return &Refusal{Rule: r.Rule, Msg: show(p) + " is denied to tools", Errno: r.Errno}
 	}
 	if !write {
 		return nil
 	}
-	if pl.p.ReadOnly {
-		return &Refusal{Rule: "policy read_only", Msg: "the workspace is read-only for tools"}
-	}
-	for i, g := range pl.p.ReadOnlyPaths {
-		if spec.MatchPath(g, p) {
-			return &Refusal{Rule: fmt.Sprintf("policy read_only_paths[%d] %q", i, g), Msg: show(p) + " is read-only for tools"}
+	var r *Refusal
+	if err := pl.paths.Write(p); err != nil && errors.As(err, &r) {
+		if r.Rule == "policy read_only" {
+			return &Refusal{Rule: r.Rule, Msg: "the workspace is read-only for tools", Errno: r.Errno}
 		}
+		return &Refusal{Rule: r.Rule, Msg: show(p) + " is read-only for tools", Errno: r.Errno}
 	}
 	return nil
 }
 
 // denied tells whether a listing should hide p.
-func (pl *policy) denied(p string) bool {
-	for _, g := range pl.p.Deny {
-		if spec.MatchPath(g, p) {
-			return true
-		}
-	}
-	return false
-}
+func (pl *policy) denied(p string) bool { return pl.paths.Denied(p) != nil }
 
 // resolveFor resolves a path argument and checks it against the policy,
 // as spelled and as resolved (so a link can neither reach a covered path

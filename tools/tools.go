@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/kv"
+	rules "github.com/computerfs/computerfs/policy"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
 )
@@ -80,6 +81,7 @@ type Options struct {
 // Tools are a workspace's tools. They are safe for concurrent use.
 type Tools struct {
 	fs  *wsfs.FS
+	raw *wsfs.FS // fs without the path rules: GitClone's new directory
 	st  *kv.Store
 	pol *policy
 	run Runner
@@ -92,7 +94,7 @@ func New(f *wsfs.FS, opts Options) (*Tools, error) {
 	if p == nil {
 		p = &spec.Policy{}
 	}
-	pl := &policy{p: *p, maxWrite: spec.DefaultMaxWrite, maxRead: spec.DefaultMaxRead, maxOutput: spec.DefaultMaxOutput, network: "none"}
+	pl := &policy{p: *p, paths: rules.New(p), maxWrite: spec.DefaultMaxWrite, maxRead: spec.DefaultMaxRead, maxOutput: spec.DefaultMaxOutput, network: "none"}
 	if l := p.Limits; l != nil {
 		pl.maxWrite = cmpOr(int64(l.MaxWrite), pl.maxWrite)
 		pl.maxRead = cmpOr(int64(l.MaxRead), pl.maxRead)
@@ -121,9 +123,13 @@ func New(f *wsfs.FS, opts Options) (*Tools, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := f.As(kv.Actor{Entry: "tools"})
-	g.SetRootPrefix(Root)
-	return &Tools{fs: g, st: f.Store(), pol: pl, run: opts.Run, log: log}, nil
+	// The tools check each path argument themselves, for a refusal that
+	// names the rule; the workspace they work on enforces the rules again
+	// where each file is resolved and changed (links, hard links, renames
+	// of directories, races with other writers).
+	raw := f.As(kv.Actor{Entry: "tools"})
+	raw.SetRootPrefix(Root)
+	return &Tools{fs: raw.WithPolicy(pl.paths), raw: raw, st: f.Store(), pol: pl, run: opts.Run, log: log}, nil
 }
 
 func cmpOr(v, def int64) int64 {

@@ -72,6 +72,9 @@ func (b *Billy) OpenFile(name string, flag int, perm os.FileMode) (billy.File, e
 			f := &File{fs: b.fs, name: p, flag: flag &^ O_TRUNC}
 			return &billyFile{File: f, shown: name, locks: b.fs.locks, buffered: true, create: true, perm: mode}, nil
 		case err == nil && r.attr.IsRegular():
+			if err := b.fs.guardOpen(&r, flag); err != nil {
+				return nil, pathErr("open", p, err)
+			}
 			f := &File{fs: b.fs, name: p, ino: r.ino, flag: flag &^ O_TRUNC}
 			return &billyFile{File: f, shown: name, locks: b.fs.locks, buffered: true}, nil
 		}

@@ -40,6 +40,9 @@ func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 	} else if err == nil && flag&(O_CREATE|O_EXCL) == O_CREATE|O_EXCL {
 		err = syscall.EEXIST
 	}
+	if err == nil {
+		err = f.guardOpen(&r, flag) // before O_TRUNC below
+	}
 	if err != nil {
 		return nil, pathErr("open", p, err)
 	}

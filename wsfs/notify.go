@@ -38,6 +38,9 @@ func (f *FS) kvCreate(dir uint64, name string, n kv.NewInode) (kv.Attr, error) {
 	if err := f.mayWrite(dir); err != nil {
 		return kv.Attr{}, err
 	}
+	if err := f.guardEntry(dir, name); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().Create(dir, name, n)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -49,6 +52,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 	if err := f.mayWrite(dir); err != nil {
 		return err
 	}
+	if err := f.guardUnlink(dir, name); err != nil {
+		return err
+	}
 	err := f.ses().Unlink(dir, name)
 	if err == nil {
 		f.entryChanged(dir, name)
@@ -58,6 +64,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 
 func (f *FS) kvRmdir(dir uint64, name string) error {
 	if err := f.mayWrite(dir); err != nil {
+		return err
+	}
+	if err := f.guardEntry(dir, name); err != nil {
 		return err
 	}
 	err := f.ses().Rmdir(dir, name)
@@ -74,6 +83,9 @@ func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName stri
 	if err := f.mayWrite(newDir); err != nil {
 		return err
 	}
+	if err := f.guardRename(oldDir, oldName, newDir, newName); err != nil {
+		return err
+	}
 	err := f.ses().Rename(oldDir, oldName, newDir, newName, 0)
 	if err == nil {
 		f.entryChanged(oldDir, oldName)
@@ -86,6 +98,12 @@ func (f *FS) kvLink(ino, dir uint64, name string) error {
 	if err := f.mayWrite(dir); err != nil {
 		return err
 	}
+	if err := f.guardIno(ino, true); err != nil { // no denied or read-only file gets another name
+		return err
+	}
+	if err := f.guardEntry(dir, name); err != nil {
+		return err
+	}
 	_, err := f.ses().Link(ino, dir, name)
 	if err == nil {
 		f.changed(ino)
@@ -96,6 +114,9 @@ func (f *FS) kvLink(ino, dir uint64, name string) error {
 
 func (f *FS) kvSetAttr(ino uint64, req kv.SetAttrRequest) (kv.Attr, error) {
 	if err := f.maySetAttr(ino, req); err != nil {
+		return kv.Attr{}, err
+	}
+	if err := f.guardIno(ino, true); err != nil {
 		return kv.Attr{}, err
 	}
 	a, err := f.ses().SetAttr(ino, req)
@@ -117,6 +138,9 @@ func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
 	if err := f.mayWrite(ino); err != nil {
 		return kv.Attr{}, err
 	}
+	if err := f.guardIno(ino, true); err != nil {
+		return kv.Attr{}, err
+	}
 	a, err := f.ses().SetContent(ino, data)
 	if err == nil {
 		f.changed(ino)
@@ -127,7 +151,7 @@ func (f *FS) kvSetContent(ino uint64, data []byte) (kv.Attr, error) {
 // As returns the workspace for another actor: the same store, owner and
 // notifier, with changes journaled as a's.
 func (f *FS) As(a kv.Actor) *FS {
-	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix, agent: f.agent}
+	return &FS{s: f.s, owner: f.owner, umask: f.umask, locks: f.locks, notify: f.notify, actor: &a, prefix: f.prefix, agent: f.agent, guard: f.guard}
 }
 
 // ForAgent returns the workspace as the agent uses it (the shell fast

@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/policy"
 )
 
 // maxSymlinks is how many symbolic links one lookup may follow (Linux's
@@ -38,8 +39,9 @@ type FS struct {
 	locks  *inodeLocks // of billy files
 	prefix string      // see SetRootPrefix
 	notify Notifier
-	actor  *kv.Actor // journaled as the author of changes
-	agent  bool      // see ForAgent
+	actor  *kv.Actor       // journaled as the author of changes
+	agent  bool            // see ForAgent
+	guard  *policy.Checker // see WithPolicy
 
 	// With exclusive use (SetExclusive), directories resolved without
 	// following links are remembered by path.
@@ -115,6 +117,10 @@ func pathErr(op, path string, err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
+	var rf *policy.Refusal
+	if errors.As(err, &rf) {
+		return &fs.PathError{Op: op, Path: path, Err: rf}
+	}
 	errno := kv.Errno(err)
 	var plain syscall.Errno
 	if errno == syscall.EIO && !errors.As(err, &plain) {
@@ -143,6 +149,7 @@ type resolved struct {
 	dir   uint64
 	name  string
 	above []uint64 // the directories walked through to dir, for ".."
+	gpath string   // with a policy: the store path resolved (see WithPolicy)
 }
 
 // lookup resolves p from the workspace root. With follow, a symbolic link
@@ -151,7 +158,7 @@ type resolved struct {
 // last name even if that name does not exist (ino is then 0). A trailing
 // slash requires a directory, as it does for the kernel.
 func (f *FS) lookup(p string, follow, parentOnly bool) (resolved, error) {
-	if f.exclusive && !strings.Contains(p, "..") {
+	if f.exclusive && f.guard == nil && !strings.Contains(p, "..") {
 		// Start at the deepest remembered directory on the way.
 		names := split(p)
 		for i := len(names) - 1; i > 0; i-- {
@@ -186,6 +193,15 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 		cur, above = kv.RootIno, nil
 	}
 	stack := append([]uint64(nil), above...)
+	// With a policy, gp are the names of cur's path, and each path is
+	// checked before it is looked up.
+	var gp []string
+	if f.guard != nil && cur != kv.RootIno {
+		var err error
+		if gp, err = f.guardStart(cur); err != nil {
+			return resolved{}, err
+		}
+	}
 	names := split(p)
 	links := 0
 	for i := 0; i < len(names); i++ {
@@ -194,6 +210,9 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 		if name == ".." {
 			if n := len(stack); n > 0 {
 				cur, stack = stack[n-1], stack[:n-1]
+			}
+			if n := len(gp); n > 0 {
+				gp = gp[:n-1]
 			}
 			if last && parentOnly {
 				return resolved{}, syscall.EINVAL // "dir/.." names no entry to create
@@ -205,6 +224,9 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 				return resolved{}, syscall.ENAMETOOLONG
 			}
 			r := resolved{dir: cur, name: name, above: stack}
+			if f.guard != nil {
+				r.gpath = guardPath(gp, name) // changes are checked where they are made
+			}
 			a, err := f.s.Lookup(cur, name)
 			if err == kv.ErrNotFound {
 				return r, nil
@@ -217,6 +239,13 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 			}
 			r.ino, r.attr = a.Ino, a
 			return r, nil
+		}
+		var gpath string
+		if f.guard != nil {
+			gpath = guardPath(gp, name)
+			if err := f.guard.Read(gpath); err != nil {
+				return resolved{}, err
+			}
 		}
 		a, err := f.s.Lookup(cur, name)
 		if err != nil {
@@ -236,7 +265,7 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 			}
 			rest := append(split(target), names[i+1:]...)
 			if strings.HasPrefix(target, "/") {
-				cur, stack = kv.RootIno, stack[:0]
+				cur, stack, gp = kv.RootIno, stack[:0], gp[:0]
 			}
 			names, i = rest, -1 // a link to "/" or "." leaves nothing to walk
 			remember = false
@@ -246,13 +275,16 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 			if mustDir {
 				return resolved{}, syscall.ENOTDIR
 			}
-			return resolved{ino: a.Ino, attr: a, dir: cur, name: name, above: stack}, nil
+			return resolved{ino: a.Ino, attr: a, dir: cur, name: name, above: stack, gpath: gpath}, nil
 		}
 		if !a.IsDir() {
 			return resolved{}, syscall.ENOTDIR
 		}
 		stack = append(stack, cur)
 		cur = a.Ino
+		if f.guard != nil {
+			gp = append(gp, name)
+		}
 		if remember {
 			if base != "" {
 				base += "/"
@@ -273,6 +305,12 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 		return resolved{}, err
 	}
 	r := resolved{ino: cur, attr: a, dir: cur}
+	if f.guard != nil {
+		r.gpath = guardPath(gp, "")
+		if err := f.guard.Read(r.gpath); err != nil {
+			return resolved{}, err
+		}
+	}
 	if n := len(stack); n > 0 {
 		r.dir, r.above = stack[n-1], stack[:n-1]
 	}

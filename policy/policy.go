@@ -1,0 +1,314 @@
+// Package policy enforces a spec's path rules (deny, read_only_paths,
+// read_only) in one place for every way the agent reaches the workspace:
+// the agent tools, the shell fast path (through a guarded wsfs.FS) and the
+// FUSE mount (for requests of the agent's uids, package fs).
+//
+// A rule is matched on the path a file really has in the workspace: the
+// names of the directories it is in, after every symbolic link and ".."
+// is resolved, never on how an argument was spelled. A rule that matches
+// a directory covers everything under it. A file with several names (hard
+// links) is covered when any of its names is.
+//
+//   - deny: the path can be neither read (open, list, readlink, stat,
+//     xattrs) nor changed nor created, and a path under a denied
+//     directory cannot be reached at all. Creating a new name that matches
+//     a deny rule is refused too (deny: ["**/*.pem"] refuses creating
+//     x.pem), and no denied file can be linked, renamed or copied to a
+//     name the rule does not cover.
+//   - read_only_paths: the path can be read but not changed: no write
+//     open, truncate, create, mkdir, unlink, rmdir, rename from or to it
+//     (nor of a directory holding it), link to or from it, symlink made
+//     in it, chmod, chown, utimes, setxattr, removexattr.
+//   - read_only: every change anywhere is refused.
+//
+// Refusals are *Refusal errors that unwrap to EACCES (deny) or EROFS
+// (read-only), so programs see "Permission denied" and "Read-only file
+// system".
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/computerfs/computerfs/spec"
+)
+
+// Root is where the workspace appears to the agent.
+const Root = "/workspace"
+
+// Show turns a store path ("/a/b", "/") into the path agents see.
+func Show(p string) string {
+	if p == "/" || p == "" {
+		return Root
+	}
+	return Root + p
+}
+
+// Refusal is an operation refused by a rule. Rule names it ("policy
+// deny[0] \"/secrets\"", "policy read_only"...); Errno is what a program
+// gets.
+type Refusal struct {
+	Rule  string
+	Msg   string
+	Errno syscall.Errno
+}
+
+func (r *Refusal) Error() string { return fmt.Sprintf("refused by %s: %s", r.Rule, r.Msg) }
+
+// Unwrap lets errors.Is(err, syscall.EACCES) and errno mapping see it.
+func (r *Refusal) Unwrap() error {
+	if r.Errno == 0 {
+		return syscall.EACCES
+	}
+	return r.Errno
+}
+
+// Checker is a policy's path rules, compiled. A nil *Checker allows
+// everything; every method is safe for concurrent use.
+type Checker struct {
+	deny     []glob
+	ro       []glob
+	readOnly bool
+}
+
+// glob is one compiled pattern.
+type glob struct {
+	rule  string // "policy deny[0] \"/secrets\""
+	parts []part
+}
+
+// part is one component of a pattern.
+type part struct {
+	kind byte   // see below
+	s    string // literal, suffix, prefix or pattern
+}
+
+const (
+	pAny     byte = iota // "**": any number of names
+	pStar                // "*": any one name
+	pLiteral             // no metacharacters
+	pSuffix              // "*.go"
+	pPrefix              // "Makefile*"
+	pPattern             // anything else: path.Match
+)
+
+// New compiles p's path rules; nil (allow everything) when p has none.
+// p must have been validated (spec.Parse does).
+func New(p *spec.Policy) *Checker {
+	if p == nil || len(p.Deny) == 0 && len(p.ReadOnlyPaths) == 0 && !p.ReadOnly {
+		return nil
+	}
+	c := &Checker{readOnly: p.ReadOnly}
+	for i, g := range p.Deny {
+		c.deny = append(c.deny, compile(fmt.Sprintf("policy deny[%d] %q", i, g), g))
+	}
+	for i, g := range p.ReadOnlyPaths {
+		c.ro = append(c.ro, compile(fmt.Sprintf("policy read_only_paths[%d] %q", i, g), g))
+	}
+	return c
+}
+
+func compile(rule, g string) glob {
+	gl := glob{rule: rule}
+	for _, s := range spec.GlobParts(g) {
+		var pt part
+		switch {
+		case s == "**":
+			pt.kind = pAny
+			if n := len(gl.parts); n > 0 && gl.parts[n-1].kind == pAny {
+				continue // "**/**" is "**"
+			}
+		case s == "*":
+			pt.kind = pStar
+		case !strings.ContainsAny(s, `*?[\`):
+			pt = part{pLiteral, s}
+		case s[0] == '*' && !strings.ContainsAny(s[1:], `*?[\`):
+			pt = part{pSuffix, s[1:]}
+		case s[len(s)-1] == '*' && !strings.ContainsAny(s[:len(s)-1], `*?[\`):
+			pt = part{pPrefix, s[:len(s)-1]}
+		default:
+			pt = part{pPattern, s}
+		}
+		gl.parts = append(gl.parts, pt)
+	}
+	return gl
+}
+
+func (pt *part) match(name string) bool {
+	switch pt.kind {
+	case pStar:
+		return true
+	case pLiteral:
+		return name == pt.s
+	case pSuffix:
+		return strings.HasSuffix(name, pt.s)
+	case pPrefix:
+		return strings.HasPrefix(name, pt.s)
+	}
+	ok, _ := path.Match(pt.s, name)
+	return ok
+}
+
+// names splits a clean path into its names, in buf when they fit.
+func names(p string, buf []string) []string {
+	out := buf[:0]
+	for len(p) > 0 {
+		if p[0] == '/' {
+			p = p[1:]
+			continue
+		}
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			i = len(p)
+		}
+		if n := p[:i]; n != "." {
+			out = append(out, n)
+		}
+		p = p[i:]
+	}
+	return out
+}
+
+// covers tells whether pat matches names or one of its leading parts
+// (an ancestor).
+func covers(pat []part, names []string) bool {
+	for len(pat) > 0 {
+		if pat[0].kind == pAny {
+			pat = pat[1:]
+			if len(pat) == 0 {
+				return true
+			}
+			for i := 0; i <= len(names); i++ {
+				if covers(pat, names[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(names) == 0 || !pat[0].match(names[0]) {
+			return false
+		}
+		pat, names = pat[1:], names[1:]
+	}
+	return true
+}
+
+// below tells whether pat could match some path strictly under names
+// (or covers names itself).
+func below(pat []part, names []string) bool {
+	for len(pat) > 0 {
+		if len(names) == 0 {
+			return true // what is left can match names further down
+		}
+		if pat[0].kind == pAny {
+			return true // "**" then anything: a deeper path may match
+		}
+		if !pat[0].match(names[0]) {
+			return false
+		}
+		pat, names = pat[1:], names[1:]
+	}
+	return true
+}
+
+func (g *glob) covers(p string) bool {
+	var buf [32]string
+	return covers(g.parts, names(p, buf[:]))
+}
+
+func (g *glob) below(p string) bool {
+	var buf [32]string
+	return below(g.parts, names(p, buf[:]))
+}
+
+// Active tells whether there is any rule to enforce.
+func (c *Checker) Active() bool { return c != nil }
+
+// HasDeny tells whether there are deny rules.
+func (c *Checker) HasDeny() bool { return c != nil && len(c.deny) > 0 }
+
+// ReadOnly tells whether the whole workspace is read-only.
+func (c *Checker) ReadOnly() bool { return c != nil && c.readOnly }
+
+// Denied returns the deny rule that covers the store path p ("/a/b",
+// clean and resolved), or nil.
+func (c *Checker) Denied(p string) *Refusal {
+	if c == nil {
+		return nil
+	}
+	for i := range c.deny {
+		if c.deny[i].covers(p) {
+			return &Refusal{Rule: c.deny[i].rule, Msg: Show(p) + " is denied", Errno: syscall.EACCES}
+		}
+	}
+	return nil
+}
+
+// Read refuses reading p (its content, listing, target, attributes) when
+// a deny rule covers it.
+func (c *Checker) Read(p string) error {
+	if r := c.Denied(p); r != nil {
+		return r
+	}
+	return nil
+}
+
+// Write refuses changing, creating or removing p when a rule covers it.
+func (c *Checker) Write(p string) error {
+	if c == nil {
+		return nil
+	}
+	if r := c.Denied(p); r != nil {
+		return r
+	}
+	if c.readOnly {
+		return &Refusal{Rule: "policy read_only", Msg: "the workspace is read-only", Errno: syscall.EROFS}
+	}
+	for i := range c.ro {
+		if c.ro[i].covers(p) {
+			return &Refusal{Rule: c.ro[i].rule, Msg: Show(p) + " is read-only", Errno: syscall.EROFS}
+		}
+	}
+	return nil
+}
+
+// check is Read or Write.
+func (c *Checker) check(p string, write bool) error {
+	if write {
+		return c.Write(p)
+	}
+	return c.Read(p)
+}
+
+// ReadOnlyBelow tells whether a read-only rule may cover something
+// strictly under the directory p (so that moving p changes it).
+func (c *Checker) ReadOnlyBelow(p string) bool {
+	if c == nil {
+		return false
+	}
+	if c.readOnly {
+		return true
+	}
+	for i := range c.ro {
+		if c.ro[i].below(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeniedBelow tells whether a deny rule may cover something strictly under
+// the directory p.
+func (c *Checker) DeniedBelow(p string) bool {
+	if c == nil {
+		return false
+	}
+	for i := range c.deny {
+		if c.deny[i].below(p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,193 @@
+package policy
+
+import (
+	"syscall"
+
+	"github.com/computerfs/computerfs/kv"
+)
+
+// maxDepth bounds a walk up the tree (a store has no cycles; a damaged
+// one must not loop).
+const maxDepth = 4096
+
+// DirPath returns the store path of the directory dir ("/" for the root)
+// by its names in the store.
+func DirPath(st *kv.Store, dir uint64) (string, error) {
+	if dir == kv.RootIno {
+		return "/", nil
+	}
+	var rev []string
+	for range maxDepth {
+		var parent uint64
+		var name string
+		found := false
+		if err := st.Names(dir, func(d uint64, n string) bool {
+			parent, name, found = d, n, true
+			return false
+		}); err != nil {
+			return "", err
+		}
+		if !found {
+			return "", syscall.ENOENT // removed meanwhile
+		}
+		rev = append(rev, name)
+		if parent == kv.RootIno {
+			n := 0
+			for _, s := range rev {
+				n += 1 + len(s)
+			}
+			b := make([]byte, 0, n)
+			for i := len(rev) - 1; i >= 0; i-- {
+				b = append(append(b, '/'), rev[i]...)
+			}
+			return string(b), nil
+		}
+		dir = parent
+	}
+	return "", syscall.ELOOP
+}
+
+// Join is the store path of name in the directory dir.
+func Join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// Paths calls fn with each store path of ino (every hard link's; "/" for
+// the root) until fn returns false. An inode without a name (unlinked
+// while open) has no path.
+func Paths(st *kv.Store, ino uint64, fn func(p string) bool) error {
+	if ino == kv.RootIno {
+		fn("/")
+		return nil
+	}
+	var err error
+	if e := st.Names(ino, func(dir uint64, name string) bool {
+		var dp string
+		if dp, err = DirPath(st, dir); err != nil {
+			return false
+		}
+		return fn(Join(dp, name))
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// Ino refuses reading (or, with write, changing) the inode ino when a rule
+// covers any of its names: a hard link is no way around a rule. Directories
+// and files with one name have one path to check.
+func (c *Checker) Ino(st *kv.Store, ino uint64, write bool) error {
+	if c == nil {
+		return nil
+	}
+	if write && c.readOnly {
+		return c.Write("/")
+	}
+	var refused error
+	err := Paths(st, ino, func(p string) bool {
+		refused = c.check(p, write)
+		return refused == nil
+	})
+	if refused != nil {
+		return refused
+	}
+	if err == syscall.ENOENT {
+		return nil // gone meanwhile: the operation itself will say so
+	}
+	return err
+}
+
+// Rename refuses moving the entry at the store path src (the inode ino, a
+// directory if isDir) to dst, or exchanging the two when exchange is set
+// and dstIno names what is at dst: both names are changes, and moving a
+// directory moves everything under it, so it is refused when that holds a
+// read-only path, or a denied one that would not be denied where it lands.
+func (c *Checker) Rename(st *kv.Store, src string, ino uint64, isDir bool, dst string, exchange bool, dstIno uint64, dstIsDir bool) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.Write(src); err != nil {
+		return err
+	}
+	if err := c.Write(dst); err != nil {
+		return err
+	}
+	if err := c.Ino(st, ino, true); err != nil { // another name of a hard-linked file
+		return err
+	}
+	if isDir {
+		if err := c.moveTree(st, ino, src, dst); err != nil {
+			return err
+		}
+	}
+	if exchange && dstIsDir {
+		return c.moveTree(st, dstIno, dst, src)
+	}
+	return nil
+}
+
+// moveTree checks moving the directory dir from the path from to the
+// path to: nothing under it may be read-only, and everything denied under
+// it must stay denied. Only the subtrees some rule may reach are walked.
+func (c *Checker) moveTree(st *kv.Store, dir uint64, from, to string) error {
+	type todo struct {
+		ino      uint64
+		from, to string
+	}
+	queue := []todo{{dir, from, to}}
+	for len(queue) > 0 {
+		t := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		ro, deny := c.ReadOnlyBelow(t.from), c.DeniedBelow(t.from)
+		if !ro && !deny {
+			continue
+		}
+		var refused error
+		err := st.ReadDir(t.ino, "", func(d kv.Dirent) bool {
+			f, n := Join(t.from, d.Name), Join(t.to, d.Name)
+			if ro {
+				if r := c.roCovers(f); r != nil {
+					refused = r
+					return false
+				}
+			}
+			if deny && c.Denied(f) != nil {
+				if c.Denied(n) == nil {
+					refused = &Refusal{Rule: c.Denied(f).Rule, Errno: syscall.EACCES,
+						Msg: "moving " + Show(from) + " would make the denied " + Show(f) + " readable as " + Show(n)}
+					return false
+				}
+				if !ro {
+					return true // denied where it lands too, and all under it
+				}
+			}
+			if d.Type == kv.S_IFDIR {
+				queue = append(queue, todo{d.Ino, f, n})
+			}
+			return true
+		})
+		if refused != nil {
+			return refused
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// roCovers is the read-only rule (not deny) that covers p, as a refusal.
+func (c *Checker) roCovers(p string) *Refusal {
+	if c.readOnly {
+		return &Refusal{Rule: "policy read_only", Msg: "the workspace is read-only", Errno: syscall.EROFS}
+	}
+	for i := range c.ro {
+		if c.ro[i].covers(p) {
+			return &Refusal{Rule: c.ro[i].rule, Msg: "moving it would move the read-only " + Show(p), Errno: syscall.EROFS}
+		}
+	}
+	return nil
+}
