@@ -12,7 +12,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-billy/v5"
@@ -23,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
 
@@ -380,11 +380,7 @@ func (g *GitTarget) push(ctx context.Context, co *safegit.Checkout, res *RepoRes
 	}
 	res.Branch = branch
 	dst := plumbing.NewBranchReferenceName(branch)
-	// The objects the push sends go through sized: one over the limit
-	// stops the push before its pack is sent.
-	sized := &sizedStore{Storer: repo.Storer, max: g.maxFileSize()}
-	rem := git.NewRemote(sized, &config.RemoteConfig{Name: safegit.RemoteName, URLs: []string{g.URL},
-		Fetch: []config.RefSpec{"+refs/heads/*:refs/remotes/" + safegit.RemoteName + "/*"}})
+	rem := co.Remote(config.RefSpec("+refs/heads/*:refs/remotes/" + safegit.RemoteName + "/*"))
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: g.Auth})
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return fmt.Errorf("git ls-remote %s: %w", g.URL, err)
@@ -404,6 +400,21 @@ func (g *GitTarget) push(ctx context.Context, co *safegit.Checkout, res *RepoRes
 		res.Remote = remote.String()
 		return nil
 	}
+	// No object over the limit leaves: the objects the push would send
+	// (what local has that the remote's refs do not) are checked first.
+	var haves []plumbing.Hash
+	for _, r := range refs {
+		if r.Type() == plumbing.HashReference && repo.Storer.HasEncodedObject(r.Hash()) == nil {
+			haves = append(haves, r.Hash())
+		}
+	}
+	if big, err := tooLargeToPush(repo.Storer, local, haves, g.maxFileSize()); err != nil {
+		return fmt.Errorf("git: objects to push: %w", err)
+	} else if big != nil {
+		res.Conflict = fmt.Sprintf("a commit to push holds object %s of %d bytes, over git.max_file_size (%d bytes): nothing pushed; take the file out of the branch's history (git rm --cached, then amend or rebase) or raise git.max_file_size",
+			shortHash(big.h), big.size, g.maxFileSize())
+		return nil
+	}
 	opts := &git.PushOptions{
 		RemoteName: "origin",
 		RefSpecs:   []config.RefSpec{config.RefSpec(local.String() + ":" + dst.String())},
@@ -415,11 +426,6 @@ func (g *GitTarget) push(ctx context.Context, co *safegit.Checkout, res *RepoRes
 		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(remote.String() + ":" + dst.String())}
 	}
 	err = rem.PushContext(ctx, opts)
-	if big := sized.tooLarge.Load(); big != nil {
-		res.Conflict = fmt.Sprintf("a commit to push holds object %s of %d bytes, over git.max_file_size (%d bytes): nothing pushed; take the file out of the branch's history (git rm --cached, then amend or rebase) or raise git.max_file_size",
-			shortHash(big.h), big.size, sized.max)
-		return nil
-	}
 	switch {
 	case err == nil:
 		res.Pushed = local.String()
@@ -434,26 +440,29 @@ func (g *GitTarget) push(ctx context.Context, co *safegit.Checkout, res *RepoRes
 
 func shortHash(h plumbing.Hash) string { return h.String()[:12] }
 
-// sizedStore refuses to hand out an object larger than max, and notes the
-// first one asked for: the push's pack encoder asks for every object
-// before it writes the pack.
-type sizedStore struct {
-	storage.Storer
-	max      int64
-	tooLarge atomic.Pointer[bigObject]
-}
-
 type bigObject struct {
 	h    plumbing.Hash
 	size int64
 }
 
-func (s *sizedStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if n, err := s.Storer.EncodedObjectSize(h); err == nil && n > s.max {
-		s.tooLarge.CompareAndSwap(nil, &bigObject{h, n})
-		return nil, fmt.Errorf("object %s: %d bytes, over the limit of %d", h, n, s.max)
+// tooLargeToPush returns the first object reachable from local and not
+// from haves that is larger than max (nil if none). Sizes come from the
+// objects' headers; nothing is read whole.
+func tooLargeToPush(st storage.Storer, local plumbing.Hash, haves []plumbing.Hash, max int64) (*bigObject, error) {
+	hs, err := revlist.Objects(st, []plumbing.Hash{local}, haves)
+	if err != nil {
+		return nil, err
 	}
-	return s.Storer.EncodedObject(t, h)
+	for _, h := range hs {
+		n, err := st.EncodedObjectSize(h)
+		if err != nil {
+			return nil, err
+		}
+		if n > max {
+			return &bigObject{h, n}, nil
+		}
+	}
+	return nil, nil
 }
 
 func isNonFastForward(err error) bool {
