@@ -2,6 +2,7 @@ package computerfs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,16 +149,18 @@ func TestExecNoSandbox(t *testing.T) {
 	}
 }
 
-// The sandbox runs as the owner of the workspace's root when the
-// sandbox maps that id.
-func TestExecSandboxUserIsOwner(t *testing.T) {
+// The sandbox runs as the workspace's agent, cold and warm: 1000:1000
+// inside, the agent on the host.
+func TestExecSandboxRunsAsAgent(t *testing.T) {
 	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
-	if err := os.Chown(m.Dir, 100000+4242, 100000+77); err != nil {
-		t.Fatal(err)
-	}
-	res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: `echo "$(id -u):$(id -g)"; touch mine`})
-	if err != nil || res.ExitCode != 0 || out != "4242:77\n" || res.Warm {
-		t.Fatalf("%v %+v %q (the warm sandbox runs as the owner at mount time: this one must start cold)", err, res, out)
+	a := statusOf(t, m.Dir).Agent
+	for i, warm := range []bool{false, true} {
+		name := fmt.Sprintf("mine%d", i)
+		res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: `echo "$(id -u):$(id -g)"; touch ` + name})
+		if err != nil || res.ExitCode != 0 || out != "1000:1000\n" || res.Warm != warm {
+			t.Fatalf("command %d: %v %+v %q, want warm %v", i, err, res, out, warm)
+		}
+		wantAgentOwns(t, m, a, "sandbox", name)
 	}
 }
 

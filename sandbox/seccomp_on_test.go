@@ -13,8 +13,8 @@ import (
 // Docker's default profile does not: new user namespaces (the way to get
 // capabilities back), and the like.
 func TestSeccomp(t *testing.T) {
-	ws := workspace(t)
-	opts := sandbox.Options{Workspace: ws}
+	ws, agent := agentWorkspace(t)
+	opts := sandbox.Options{Workspace: ws, HostUser: &agent}
 	attempt(t, opts, strings.Join([]string{
 		`grep -q '^Seccomp:.2' /proc/self/status || echo ESCAPED no seccomp`,
 		"unshare -U -r true 2>&1 && echo ESCAPED unshare",
@@ -27,7 +27,7 @@ func TestSeccomp(t *testing.T) {
 	// Without the filter the same user namespace can be made: the check
 	// above tests the filter, not something else.
 	for _, m := range []*mode{cold, warm} {
-		o := m.run(t, sandbox.Options{Workspace: ws, NoSeccomp: true, Args: []string{"unshare", "-U", "-r", "id", "-u"}})
+		o := m.run(t, sandbox.Options{Workspace: ws, HostUser: &agent, NoSeccomp: true, Args: []string{"unshare", "-U", "-r", "id", "-u"}})
 		if o.err != nil || o.stdout != "0\n" {
 			t.Errorf("%s, without seccomp:\n%v", m.name, o)
 		}

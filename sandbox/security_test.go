@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,8 @@ import (
 
 // The security suite: each check is an attempted escape that must fail.
 // Commands print ESCAPED when an attempt succeeds. Each runs as the
-// default user and as root inside the sandbox (who is not root outside).
+// default user and as root inside the sandbox (who is not root outside:
+// the workspace's agent, as the default user is).
 
 // users to try escapes as.
 var users = map[string]*sandbox.User{"user": nil, "root": {UID: 0, GID: 0}}
@@ -60,8 +62,10 @@ func perlSyscall(nr int, args ...string) string {
 }
 
 func TestSecurity(t *testing.T) {
-	ws := workspace(t)
-	opts := sandbox.Options{Workspace: ws}
+	// As the daemon runs it: the sandbox's user, and root inside, is the
+	// workspace's agent on the host.
+	ws, agent := agentWorkspace(t)
+	opts := sandbox.Options{Workspace: ws, HostUser: &agent}
 
 	// Secrets on the host, outside the root file system: in /tmp (a fresh
 	// tmpfs in the sandbox; the file is readable by anyone on the host),
@@ -213,7 +217,7 @@ func TestSecurity(t *testing.T) {
 
 	t.Run("LeakedFdsAndCwd", func(t *testing.T) {
 		for _, m := range []*mode{cold, warm} {
-			o := m.run(t, sandbox.Options{Workspace: ws, Args: []string{"sh", "-c",
+			o := m.run(t, sandbox.Options{Workspace: ws, HostUser: &agent, Args: []string{"sh", "-c",
 				"ls /proc/self/fd | tr '\\n' ' '; echo; readlink /proc/self/cwd /proc/self/root; for f in /proc/1/fd/*; do readlink $f; done"}})
 			lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 			if o.err != nil || len(lines) < 3 {
@@ -251,7 +255,8 @@ func TestSecurity(t *testing.T) {
 	t.Run("Privileges", func(t *testing.T) {
 		attempt(t, opts, `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status | grep -v '0000000000000000$' && echo ESCAPED caps; `+
 			`grep -q '^NoNewPrivs:.1' /proc/self/status || echo ESCAPED no_new_privs; `+
-			`[ "$(cat /proc/self/uid_map | tr -s ' ')" = " 0 100000 65536" ] || echo ESCAPED uid_map $(cat /proc/self/uid_map)`)
+			// 65536 inside ids, none of them host root, one the agent.
+			`for m in /proc/self/uid_map /proc/self/gid_map; do awk -v a=`+strconv.FormatUint(uint64(agent.UID), 10)+` '$2 == 0 || $2 < 100000 && $2 != a {print "ESCAPED mapped", $0} {n += $3} END {if (n != 65536) print "ESCAPED ids", n}' $m; done`)
 	})
 
 	t.Run("Devices", func(t *testing.T) {

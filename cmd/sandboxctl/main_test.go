@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -285,5 +287,95 @@ func TestJournalNamesSandbox(t *testing.T) {
 	}
 	if !sandboxed || !host {
 		t.Fatalf("journal lacks the writes:\n%s", out)
+	}
+}
+
+// Without flags a sandbox has the default memory and pids limits: read in
+// its cgroups on the host while it runs.
+func TestDefaultLimits(t *testing.T) {
+	s := newSetup(t)
+	cmd := exec.Command(s.bin, "run", "--state-dir", s.state, "-w", s.ws, "--", "sleep", "60")
+	if !sandbox.SeccompSupported {
+		cmd.Args = append(cmd.Args[:2], append([]string{"--no-seccomp"}, cmd.Args[2:]...)...)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Signal(syscall.SIGTERM)
+	h := sha256.Sum256([]byte(filepath.Clean(s.state)))
+	parent := "computerfs-sandbox-" + hex.EncodeToString(h[:6])
+	read := func(patterns ...string) string {
+		for _, p := range patterns {
+			ms, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", p))
+			for _, m := range ms {
+				if b, err := os.ReadFile(m); err == nil {
+					return strings.TrimSpace(string(b))
+				}
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mem := read("memory/"+parent+"/cfs-*/memory.limit_in_bytes", parent+"/cfs-*/memory.max")
+		pids := read("pids/"+parent+"/cfs-*/pids.max", parent+"/cfs-*/pids.max")
+		if mem == fmt.Sprint(sandbox.DefaultLimits.Memory) && pids == fmt.Sprint(sandbox.DefaultLimits.Pids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandbox's limits: memory %q pids %q, want %d and %d", mem, pids, sandbox.DefaultLimits.Memory, sandbox.DefaultLimits.Pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if sandbox.DefaultLimits.Memory <= 0 || sandbox.DefaultLimits.Pids <= 0 || sandbox.DefaultLimits.Pids > 4096 {
+		t.Fatalf("default limits %+v", sandbox.DefaultLimits)
+	}
+}
+
+// On a computerfs workspace, sandboxctl runs as its agent (the owner of
+// the workspace's root): what the program writes is the agent's, and
+// without the agent (--agent none) the sandbox cannot write there.
+func TestRunsAsWorkspaceAgent(t *testing.T) {
+	m := testmount.Start(t, t.TempDir(), "--no-sandbox")
+	var root syscall.Stat_t
+	if err := syscall.Stat(m.Dir, &root); err != nil {
+		t.Fatal(err)
+	}
+	s := &setup{bin: binary(t), ws: m.Dir, state: testmount.PublicDir(t, "sandboxctl-state-")}
+	if code, out, errOut := s.run(t, "", "run", "--", "sh", "-c", "id -u; mkdir -p a/b; touch a/b/c"); code != 0 || out != "1000\n" {
+		t.Fatalf("exit %d %q %s", code, out, errOut)
+	}
+	for _, p := range []string{"a", "a/b", "a/b/c"} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(m.Dir, p), &st); err != nil || st.Uid != root.Uid || st.Gid != root.Gid {
+			t.Errorf("%s: %v owner %d:%d, want the agent %d:%d", p, err, st.Uid, st.Gid, root.Uid, root.Gid)
+		}
+	}
+	if code, _, _ := s.run(t, "", "run", "--agent", "none", "--", "touch", "x"); code == 0 {
+		t.Error("with --agent none the sandbox's shared user wrote the agent's workspace")
+	}
+	if code, _, errOut := s.run(t, "", "run", "--agent", "0:0", "--", "true"); code != 2 || !strings.Contains(errOut, "not root") {
+		t.Errorf("--agent 0:0: exit %d %s", code, errOut)
+	}
+	if out, err := exec.Command(s.bin, "gc", "--state-dir", s.state).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("left behind: %s %v", out, err)
+	}
+}
+
+// A mount under a directory the sandbox binds from the host (here
+// /usr/share, in a mount namespace of the test's own) is named in a clear
+// error instead of the kernel's EINVAL.
+func TestMountUnderHostDirNamed(t *testing.T) {
+	s := newSetup(t)
+	args := []string{"-m", "--propagation", "private", "sh", "-c", `mount -t tmpfs -o size=1m t /usr/share && exec "$@"`, "sh",
+		s.bin, "run", "--state-dir", s.state, "-w", s.ws}
+	if !sandbox.SeccompSupported {
+		args = append(args, "--no-seccomp")
+	}
+	out, err := exec.Command("unshare", append(args, "--", "true")...).CombinedOutput()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 125 || !strings.Contains(string(out), "/usr/share is a mount point under /usr") {
+		t.Fatalf("%v: %s", err, out)
 	}
 }

@@ -27,14 +27,19 @@ func BenchmarkExecBackends(b *testing.B) {
 	cmds := shell.CorpusCommands(b)
 	m := testmount.Start(b, filepath.Join(b.TempDir(), "ws"))
 	shell.WriteFixtureDir(b, m.Dir)
-	// The sandbox's user (host uid 101000) owns the tree, as mount
-	// --owner would make it, so that commands that write work there too.
-	if out, err := exec.Command("chown", "-R", "101000:101000", m.Dir).CombinedOutput(); err != nil {
-		b.Fatalf("chown: %v %s", err, out)
-	}
 	c, err := computerfs.Dial(m.Dir)
 	if err != nil {
 		b.Fatal(err)
+	}
+	// The workspace's agent, whom the sandbox runs as, owns the tree (the
+	// fixture was written as root), so that commands that write work
+	// there too.
+	st, err := c.Status(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command("chown", "-R", st.Agent.String(), m.Dir).CombinedOutput(); err != nil {
+		b.Fatalf("chown: %v %s", err, out)
 	}
 	ws, tmp, remove := shell.TmpfsFixture(b, "execbench-")
 	defer remove()
