@@ -42,6 +42,9 @@ func TestErrorsNameLineAndField(t *testing.T) {
 	}{
 		{"empty", "", 0, "spec is empty"},
 		{"no sources", "sources: []\n", 1, "sources: no sources"},
+		{"root agent", "agent: {uid: 0, gid: 0}\nsources:\n  - path: /a\n    content: x\n", 1, "agent: the agent is never root"},
+		{"root group agent", "agent: {uid: 5, gid: 0}\nsources:\n  - path: /a\n    content: x\n", 1, "never root"},
+		{"agent -1", "agent: {uid: 4294967295, gid: 5}\nsources:\n  - path: /a\n    content: x\n", 1, "agent: uid and gid"},
 		{"unknown top field", "sourcez: []\n", 1, "unknown field sourcez in the spec"},
 		{"unknown source field", "sources:\n  - path: /a\n    gti: {url: x}\n", 3, "unknown field gti in a source"},
 		{"unknown git field", "sources:\n  - path: /a\n    git:\n      url: x\n      rev: main\n", 5, "unknown field rev in git"},
