@@ -417,3 +417,35 @@ func chownRootFiles(st *kv.Store, a Agent) (int, error) {
 	}
 	return n, walk(kv.RootIno)
 }
+
+// prepareNewStore gives a store that does not exist yet (or an empty
+// directory) its agent identity before the daemon opens it for good,
+// without a journal: a new workspace's history starts with the agent's
+// first change, not with the daemon's setting up of its root directory.
+func prepareNewStore(dir string, opts MountOptions) error {
+	// A store's database is under db/ (the lock file and the daemon's
+	// log come before it).
+	entries, err := os.ReadDir(filepath.Join(dir, "db"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil // openStore will say what is wrong
+	}
+	for _, e := range entries {
+		if n := e.Name(); n == "CURRENT" || strings.HasPrefix(n, "MANIFEST-") {
+			return nil // an existing store
+		}
+	}
+	if kv.CheckDir(dir) != nil {
+		return nil // not a store: openStore will say so
+	}
+	o := opts
+	o.NoJournal = true
+	st, err := openStore(dir, o)
+	if err != nil {
+		return err
+	}
+	_, err = setupAgent(st, dir, nil, AgentOptions{Agent: opts.Agent, Dir: opts.AgentsDir}, opts.Logger)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

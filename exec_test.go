@@ -52,10 +52,6 @@ func TestControlSocketLongStorePath(t *testing.T) {
 
 func TestExecSandbox(t *testing.T) {
 	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
-	// The sandbox's default user is host uid 101000: give it the workspace.
-	if err := os.Chown(m.Dir, 101000, 101000); err != nil {
-		t.Fatal(err)
-	}
 
 	res, out, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox",
 		Command: `id -u; pwd; echo made > by-sandbox; readlink /proc/self/exe; echo oops >&2; exit 3`})
@@ -72,7 +68,7 @@ func TestExecSandbox(t *testing.T) {
 		t.Errorf("the first sandboxed command ran warm: warm sandboxes start only once the workspace uses its sandbox: %+v", res)
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(m.Dir, "by-sandbox"), &st); err != nil || st.Uid != 101000 {
+	if err := syscall.Stat(filepath.Join(m.Dir, "by-sandbox"), &st); err != nil || st.Uid != statusOf(t, m.Dir).Agent.UID {
 		t.Fatalf("file written in the sandbox: %v uid %d", err, st.Uid)
 	}
 	logOut, err := exec.Command(testmount.Binary(t), "log", "-w", m.Dir, "--path", "/by-sandbox", "--json").CombinedOutput()
@@ -271,9 +267,6 @@ func TestShutdownStopsRunningCommands(t *testing.T) {
 	for _, how := range []string{"SIGTERM", "umount"} {
 		t.Run(how, func(t *testing.T) {
 			m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
-			if err := os.Chown(m.Dir, 101000, 101000); err != nil {
-				t.Fatal(err)
-			}
 			cmd := exec.Command(testmount.Binary(t), "exec", "-w", m.Dir, "--backend", "sandbox", "--", "touch started; sleep 300")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

@@ -153,6 +153,9 @@ func run(t testing.TB, dir string, name string, args ...string) string {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), gittest.Env()...)
+	if name == "git" {
+		gittest.AsOwner(cmd, dir) // the agent's repository: as the agent
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %q in %s: %v\n%s", name, args, dir, err, out)
@@ -542,11 +545,13 @@ func TestJournalOnMount(t *testing.T) {
 	m := testmount.Start(t, store)
 	bin := testmount.Binary(t)
 	run(t, m.Dir, "sh", "-c", "mkdir -m 777 shared && dd if=/dev/zero of=shared/big bs=64k count=64 status=none && mv shared/big shared/big2")
+	// Another user: the agent (nobody else may enter the mount).
+	agent := mountAgent(t, m.Dir)
 	cmd := exec.Command("touch", "shared/by-user")
 	cmd.Dir = m.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1000, Gid: 1000}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: agent.UID, Gid: agent.GID}}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("touch as uid 1000: %v\n%s", err, out)
+		t.Fatalf("touch as the agent: %v\n%s", err, out)
 	}
 	log := func(args ...string) string {
 		t.Helper()
@@ -571,7 +576,7 @@ func TestJournalOnMount(t *testing.T) {
 		"3 write /shared/big size=4194304 by pid ",
 		"4 rename /shared/big -> /shared/big2 by pid ",
 		"5 create /shared/by-user by pid ",
-		"(touch) uid 1000",
+		fmt.Sprintf("(touch) uid %d", agent.UID),
 	} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("log lacks %q:\n%s", want, got)
@@ -629,6 +634,11 @@ func TestExecShell(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(m.Dir, "f"), []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The agent's file (root's would be read-only to the fast path).
+	agent := mountAgent(t, m.Dir)
+	if err := os.Chown(filepath.Join(m.Dir, "f"), int(agent.UID), int(agent.GID)); err != nil {
+		t.Fatal(err)
+	}
 	if d, _ := os.ReadFile(filepath.Join(m.Dir, "f")); string(d) != "old\n" { // now in the kernel's cache
 		t.Fatalf("f = %q", d)
 	}
@@ -674,4 +684,15 @@ func TestExecShell(t *testing.T) {
 	if err != nil || !strings.Contains(string(logOut), "mkdir /d by shell #") {
 		t.Fatalf("journal of exec's changes: %v\n%s", err, logOut)
 	}
+}
+
+// mountAgent is the agent of the workspace mounted at dir: the owner of
+// its root.
+func mountAgent(t *testing.T, dir string) Agent {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return Agent{st.Uid, st.Gid}
 }

@@ -101,7 +101,17 @@ func TestSyncGitMounted(t *testing.T) {
 	}
 	// The agent takes theirs in (fetch and rebase on the mount); the next
 	// sync pushes and clears the conflict.
-	gittest.Git(t, repo, "fetch", "-q", bare, "main")
+	// (From a copy the agent can read: root's temporary directories are
+	// private, and git on the mount runs as the agent.)
+	pub := filepath.Join(testmount.PublicDir(t, "bare-"), "repo.git")
+	if out, err := exec.Command("cp", "-r", bare, pub).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	agent := mountAgent(t, m.Dir)
+	if out, err := exec.Command("chown", "-R", agent.String(), pub).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	gittest.Git(t, repo, "fetch", "-q", pub, "main")
 	gittest.Git(t, repo, "rebase", "-q", "-X", "theirs", "FETCH_HEAD")
 	out = cli(false, "sync")
 	if !strings.Contains(out, "pushed") {
@@ -299,7 +309,9 @@ func TestGitCrashMetadata(t *testing.T) {
 		if err := os.Remove(filepath.Join(repo, ".git/index.lock")); err == nil {
 			killedLocks++
 		}
-		if out, err := exec.Command("git", "-C", repo, "fsck", "--strict", "--no-dangling", "--no-progress").CombinedOutput(); err != nil {
+		fsck := exec.Command("git", "-C", repo, "fsck", "--strict", "--no-dangling", "--no-progress")
+		gittest.AsOwner(fsck, repo)
+		if out, err := fsck.CombinedOutput(); err != nil {
 			t.Fatalf("round %d: git fsck: %v\n%s", round, err, out)
 		}
 		gittest.Git(t, repo, "status", "--porcelain")

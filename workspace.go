@@ -137,6 +137,9 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if opts.Store, err = filepath.Abs(opts.Store); err != nil {
 		return nil, err
 	}
+	if err := prepareNewStore(opts.Store, opts); err != nil {
+		return nil, err
+	}
 	store, err := openStore(opts.Store, opts)
 	if err != nil {
 		return nil, err

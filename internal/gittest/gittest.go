@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -75,6 +76,7 @@ func runEnv(dir string, env []string, stdin *bytes.Reader, args ...string) (stri
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	AsOwner(cmd, dir)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
@@ -85,6 +87,20 @@ func runEnv(dir string, env []string, stdin *bytes.Reader, args ...string) (stri
 		return stdout.String(), fmt.Errorf("git %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, stderr.Bytes())
 	}
 	return stdout.String(), nil
+}
+
+// AsOwner makes cmd, if this process is root, run as the owner of dir
+// when that is another user: a workspace's repositories belong to its
+// agent, and git refuses them to root ("dubious ownership"), as it must
+// (their config is the agent's). HOME is then a directory that does not
+// exist, so that git reads nothing of root's.
+func AsOwner(cmd *exec.Cmd, dir string) {
+	var st syscall.Stat_t
+	if os.Geteuid() != 0 || syscall.Stat(dir, &st) != nil || st.Uid == 0 {
+		return
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
+	cmd.Env = append(cmd.Env, "HOME=/nonexistent-home")
 }
 
 // NewRepo creates a repository in a new temporary directory, commits files
