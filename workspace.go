@@ -74,6 +74,11 @@ type MountOptions struct {
 	// AgentsDir is the host-wide registry of agent identities (default
 	// DefaultAgentsDir).
 	AgentsDir string
+	// SharedRoot lets the root directory's stored mode through: by
+	// default the mount shows it without group and other permissions
+	// (fs.Config.PrivateRoot), so that no host user but the agent and root
+	// can enter the workspace, whatever the agent does with chmod.
+	SharedRoot bool
 }
 
 // Workspace is a store mounted by Mount, or opened without a mount by Open.
@@ -164,7 +169,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
 		Config: fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates,
-			PrivateRoot: true, Agent: agentRules(sp, agent)},
+			PrivateRoot: !opts.SharedRoot, Agent: agentRules(sp, agent)},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})

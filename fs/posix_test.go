@@ -34,7 +34,9 @@ func TestPOSIX(t *testing.T) {
 	requireRoot(t)
 	for _, layout := range dataLayouts {
 		t.Run(layout.name, func(t *testing.T) {
-			m := testmount.Start(t, filepath.Join(t.TempDir(), "store"), layout.args...)
+			// The suite's users other than root and the agent enter the
+			// mount: its root keeps the mode chmod gives it.
+			m := testmount.Start(t, filepath.Join(t.TempDir(), "store"), append([]string{"--shared-root"}, layout.args...)...)
 			if err := os.Chmod(m.Dir, 0o755); err != nil {
 				t.Fatal(err)
 			}

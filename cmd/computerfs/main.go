@@ -152,6 +152,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	specFile := fset.String("spec", "", "workspace spec: import its sources into the store first, unless the store was imported already")
 	owner := fset.String("owner", "", "with --spec, UID:GID that owns the imported files unless the spec says (default: the agent)")
 	agent := fset.String("agent", "", "UID:GID of the workspace's agent identity, which owns what the agent writes and runs its sandboxed commands (default: the one the store recorded, else the spec's, else one allocated from "+fmt.Sprint(computerfs.AgentBase)+" up); a store keeps its agent for good")
+	sharedRoot := fset.Bool("shared-root", false, "let other host users into the workspace as its root directory's mode says (default: the root is the agent's, shown as mode 0700 whatever chmod says, so only the agent and root enter)")
 	agentsDir := fset.String("agents-dir", "", "the host-wide registry of agent identities (default "+computerfs.DefaultAgentsDir+")")
 	background := fset.Bool("background", false, "run as a daemon; return once the mount answers")
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
@@ -248,7 +249,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	ws, err := computerfs.Mount(computerfs.MountOptions{
 		Store: *store, Mountpoint: pos[0], Private: *private, Quota: quota,
 		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, MinFree: minFree(*minFreeMiB), BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
-		Sandbox: sb, Agent: ag, AgentsDir: *agentsDir,
+		Sandbox: sb, Agent: ag, AgentsDir: *agentsDir, SharedRoot: *sharedRoot,
 	})
 	if err != nil {
 		signal.Stop(sigs)
