@@ -114,6 +114,64 @@ func TestFullDiskKillsNoDaemon(t *testing.T) {
 			}
 		}
 	}
+	// Someone keeps taking every byte freed, while both workspaces change
+	// metadata as fast as they can (each change is a commit, and Pebble
+	// needs room for its log): every change works or gets ENOSPC, and
+	// both daemons live.
+	stop := make(chan struct{})
+	fillerDone := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(filepath.Join(fsDir, "filler"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			fillerDone <- err
+			return
+		}
+		defer f.Close()
+		page := make([]byte, 4096)
+		for {
+			select {
+			case <-stop:
+				fillerDone <- nil
+				return
+			default:
+			}
+			if _, err := f.Write(page); err != nil && !errors.Is(err, syscall.ENOSPC) {
+				fillerDone <- err
+				return
+			}
+		}
+	}()
+	counts := make([][2]int, len(ms))
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		for i, m := range ms {
+			for j := 0; j < 200; j++ {
+				err := os.Chmod(filepath.Join(m.Dir, "keep"), os.FileMode(0o600|j%2*0o44))
+				switch {
+				case err == nil:
+					counts[i][0]++
+				case errors.Is(err, syscall.ENOSPC):
+					counts[i][1]++
+				default:
+					close(stop)
+					t.Fatalf("daemon %d: chmod on a full disk: %v (daemon alive: %v); its log:\n%s", i, err, proc.Running(m.Pid), logOf(i))
+				}
+			}
+		}
+	}
+	close(stop)
+	if err := <-fillerDone; err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		t.Logf("daemon %d on a full disk: %d changes done, %d refused with ENOSPC", i, counts[i][0], counts[i][1])
+		if !proc.Running(m.Pid) {
+			t.Fatalf("daemon %d died; its log:\n%s", i, logOf(i))
+		}
+		if _, err := os.Stat(filepath.Join(m.Dir, "keep")); err != nil {
+			t.Fatalf("daemon %d: stat after: %v", i, err)
+		}
+	}
+
 	// Space back: the filler and the dd go.
 	if err := os.Remove(filepath.Join(fsDir, "filler")); err != nil {
 		t.Fatal(err)
