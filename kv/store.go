@@ -585,18 +585,21 @@ func (s *Store) commit(b *pebble.Batch) error {
 			return err
 		}
 	}
-	if err := s.accountAttrs(b); err != nil {
+	usage, err := s.accountAttrs(b)
+	if err != nil {
 		return err
 	}
 	s.attrs.begin(b)
 	s.usageMu.RLock() // against foldUsage (usage.go)
-	err := b.Commit(pebble.NoSync)
+	if err = b.Commit(pebble.NoSync); err == nil {
+		s.used.Add(usage)
+	}
 	s.usageMu.RUnlock()
 	if err != nil {
 		s.attrs.aborted()
 		return fmt.Errorf("commit: %w", err)
 	}
-	s.used.Add(s.attrs.committed(b))
+	s.attrs.committed(b)
 	s.dirty.Store(true)
 	s.unsynced.Store(true)
 	if n := s.ops.Load(); n >= foldEvery && s.ops.CompareAndSwap(n, 0) {

@@ -77,7 +77,7 @@ type usageState struct {
 
 // foldEvery is how many operands gather before a commit folds them (8
 // bytes each).
-const foldEvery = 4096
+const foldEvery = 1024
 
 // account adds delta to the count, in b: to the count in memory too once
 // b commits (commit, attrCache.committed).
@@ -128,15 +128,13 @@ func (s *Store) readUsage() (int64, int, error) {
 	return sum, len(v) / 8, nil
 }
 
-// foldUsage writes the count as one value in place of its operands.
+// foldUsage writes the count as one value in place of its operands. With
+// no commit under way the count in memory is the sum of them all: reading
+// them back would cost a copy of the value per operand (Pebble's merging).
 func (s *Store) foldUsage() error {
 	s.usageMu.Lock()
 	defer s.usageMu.Unlock()
-	sum, n, err := s.readUsage()
-	if err != nil || n <= 1 {
-		return err
-	}
-	return s.db.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(sum)), pebble.NoSync)
+	return s.db.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(s.used.Load())), pebble.NoSync)
 }
 
 // loadUsage reads the count when the store opens; a store that has none
@@ -229,7 +227,10 @@ func (s *Store) inodeXattrs(ino uint64, skip string) (n int, bytes int64, err er
 // (mergePin), which the store has not counted yet. Every writer of an
 // inode's attributes holds its stripe, so the stored attributes are those
 // the batch replaces.
-func (s *Store) accountAttrs(b *pebble.Batch) error {
+//
+// It returns the change of the count that b makes in all (with the
+// operands its operation added before).
+func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
 	type change struct {
 		ino  uint64
 		cost int64 // -1: deleted
@@ -245,16 +246,21 @@ func (s *Store) accountAttrs(b *pebble.Batch) error {
 		}
 		changes = append(changes, change{ino, cost})
 	}
+	var delta int64
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !ok {
 			break
 		}
 		switch kind {
+		case pebble.InternalKeyKindMerge:
+			if len(v) == 8 && bytes.Equal(k, keyUsage) {
+				delta += int64(binary.BigEndian.Uint64(v))
+			}
 		case pebble.InternalKeyKindSet:
 			if ino, isAttr := attrKeyIno(k); isAttr {
 				a, _ := decodeAttr(v) // undecodable (a test's damage): no data
@@ -272,21 +278,21 @@ func (s *Store) accountAttrs(b *pebble.Batch) error {
 			}
 		}
 	}
-	var delta int64
+	var attrs int64
 	for _, c := range changes {
 		old, err := s.storedAttr(c.ino)
 		switch {
 		case err == nil:
-			delta -= inodeCost + dataBytes(&old)
+			attrs -= inodeCost + dataBytes(&old)
 		case errors.Is(err, ErrCorrupt):
-			delta -= inodeCost
+			attrs -= inodeCost
 		case err != ErrNotFound:
-			return err
+			return 0, err
 		}
 		if c.cost >= 0 {
-			delta += c.cost
+			attrs += c.cost
 		}
 	}
-	s.account(b, delta)
-	return nil
+	s.account(b, attrs)
+	return delta + attrs, nil
 }
