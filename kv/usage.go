@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -247,6 +248,7 @@ func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
 		changes = append(changes, change{ino, cost})
 	}
 	var delta int64
+	newFrom := uint64(math.MaxUint64) // inodes from here on are new: none stored
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -262,6 +264,12 @@ func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
 				delta += int64(binary.BigEndian.Uint64(v))
 			}
 		case pebble.InternalKeyKindSet:
+			if bytes.Equal(k, keyNextIno) {
+				// A create, which holds nsMu: the inodes it makes are
+				// those from nextIno on, and reading them costs a miss
+				// through every level.
+				newFrom = s.nextIno
+			}
 			if ino, isAttr := attrKeyIno(k); isAttr {
 				a, _ := decodeAttr(v) // undecodable (a test's damage): no data
 				set(ino, inodeCost+dataBytes(&a))
@@ -280,7 +288,10 @@ func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
 	}
 	var attrs int64
 	for _, c := range changes {
-		old, err := s.storedAttr(c.ino)
+		old, err := Attr{}, error(ErrNotFound)
+		if c.ino < newFrom {
+			old, err = s.storedAttr(c.ino)
+		}
 		switch {
 		case err == nil:
 			attrs -= inodeCost + dataBytes(&old)
