@@ -129,19 +129,26 @@ func (s *Store) readUsage() (int64, int, error) {
 	return sum, len(v) / 8, nil
 }
 
-// foldUsage writes the count as one value in place of its operands. With
-// no commit under way the count in memory is the sum of them all: reading
-// them back would cost a copy of the value per operand (Pebble's merging).
-func (s *Store) foldUsage() error {
+// foldUsage writes the count as one value in place of its operands (with
+// force, even if no operand was added since the last fold). With no commit
+// under way the count in memory is the sum of them all: reading them back
+// would cost a copy of the value per operand (Pebble's merging).
+func (s *Store) foldUsage(force bool) error {
+	if s.space != nil && s.space.low.Load() && s.space.full() != nil {
+		return nil // no commit at all on a full disk (space.go); later
+	}
 	s.usageMu.Lock()
 	defer s.usageMu.Unlock()
+	if s.ops.Swap(0) == 0 && !force {
+		return nil
+	}
 	return s.db.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(s.used.Load())), pebble.NoSync)
 }
 
 // loadUsage reads the count when the store opens; a store that has none
 // (made before it was kept) gets it counted.
 func (s *Store) loadUsage() error {
-	sum, _, err := s.readUsage()
+	sum, n, err := s.readUsage()
 	if errors.Is(err, ErrNotFound) {
 		if sum, err = s.countUsage(); err != nil {
 			return err
@@ -153,7 +160,10 @@ func (s *Store) loadUsage() error {
 		return fmt.Errorf("store %s: usage: %w", s.dir, err)
 	}
 	s.used.Store(sum)
-	return s.foldUsage()
+	if n <= 1 {
+		return nil // folded already: an open writes nothing
+	}
+	return s.foldUsage(true)
 }
 
 // countUsage counts the usage from the inodes, skipping their data: one
