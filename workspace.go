@@ -46,6 +46,8 @@ type MountOptions struct {
 	// Quota bounds what the workspace holds (kv.Options.Quota; 0: the
 	// spec's quota, if any).
 	Quota int64
+	// Ballast is the store's ballast file (kv.Options.Ballast; 0: default).
+	Ballast int64
 	// BlobThreshold is the file size past which data moves out of Pebble
 	// (0: kv.DefaultBlobThreshold; negative: never).
 	BlobThreshold int64
@@ -116,7 +118,7 @@ type Workspace struct {
 
 // openStore opens a workspace's store with the options' tuning.
 func openStore(dir string, opts MountOptions) (*kv.Store, error) {
-	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, MinFree: opts.MinFree, BlobThreshold: opts.BlobThreshold, Logger: opts.Logger, NoJournal: opts.NoJournal})
+	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, MinFree: opts.MinFree, Ballast: opts.Ballast, BlobThreshold: opts.BlobThreshold, Logger: opts.Logger, NoJournal: opts.NoJournal})
 }
 
 // newFS returns the store by path; files made through it belong to the

@@ -135,20 +135,18 @@ func (c *attrCache) aborted() {
 }
 
 // committed updates the cache from a batch that was just committed: the
-// attributes it set, and the inodes it deleted. It returns the change of
-// the usage count the batch holds (usage.go), which this pass over the
-// batch finds for free.
-func (c *attrCache) committed(b *pebble.Batch) (usage int64) {
+// attributes it set, and the inodes it deleted.
+func (c *attrCache) committed(b *pebble.Batch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.inflight--
-	return c.apply(b, false)
+	c.apply(b, false)
 }
 
 // apply updates the cache from the attribute keys b sets or deletes; with
 // drop, every inode b touches is dropped instead. c.mu is held.
-func (c *attrCache) apply(b *pebble.Batch, drop bool) (usage int64) {
+func (c *attrCache) apply(b *pebble.Batch, drop bool) {
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -157,7 +155,7 @@ func (c *attrCache) apply(b *pebble.Batch, drop bool) (usage int64) {
 				clear(c.m)
 				clear(c.tails)
 			}
-			return usage
+			return
 		}
 		if len(c.tails) > 0 && len(k) >= 9 && k[0] == pfxInode {
 			delete(c.tails, inoOfKey(k))
@@ -174,8 +172,6 @@ func (c *attrCache) apply(b *pebble.Batch, drop bool) (usage int64) {
 		case pebble.InternalKeyKindMerge: // appends to chunks, the usage count
 			if ino, isAttr := attrKeyIno(k); isAttr {
 				delete(c.m, ino)
-			} else if len(v) == 8 && bytes.Equal(k, keyUsage) {
-				usage += int64(binary.BigEndian.Uint64(v))
 			}
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
 			if ino, isAttr := attrKeyIno(k); isAttr {

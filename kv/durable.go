@@ -100,7 +100,7 @@ func (d *durableFS) takeSpare(name string, c vfs.DiskWriteCategory) vfs.File {
 		os.Remove(name)
 		return nil
 	}
-	go d.makeSpare()
+	d.makeSpareLocked() // for the next log: a create and a fallocate
 	return f
 }
 
@@ -118,6 +118,10 @@ func (d *durableFS) makeSpare() {
 	}
 	d.spareMu.Lock()
 	defer d.spareMu.Unlock()
+	d.makeSpareLocked()
+}
+
+func (d *durableFS) makeSpareLocked() {
 	if d.haveSpare {
 		return
 	}

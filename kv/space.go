@@ -35,9 +35,9 @@ var ErrNoSpace = &Error{"no space left on device", syscall.ENOSPC}
 // its directory, allocated when the store opens. Every write of Pebble's
 // goes through vfs.OnDiskFull: the first that fails with ENOSPC removes
 // the ballast and is tried again, into the space it freed. From then on
-// (and until the file system has the reserve and the ballast free again,
-// when the ballast is made again) the store is low on space whatever the
-// file system says: everything that adds data fails with ENOSPC, so that
+// (until the file system has the reserve and ballastMargin free again; the
+// ballast is made again once it fits too) the store is low on space
+// whatever the file system says: everything that adds data fails with ENOSPC, so that
 // the space the ballast freed goes to what Pebble must write (the log of
 // removals and metadata changes, a flush). While low, every commit looks
 // at the file system first (full): below fullFree (the store's ballast is
@@ -58,7 +58,8 @@ type spaceGuard struct {
 
 	ballast     string // path; "" for none
 	ballastSize int64
-	noBallast   atomic.Bool // removed (or not made yet): the store stays low
+	noBallast   atomic.Bool // removed, or no room to make it
+	wasFull     atomic.Bool // full since space was last back: the store stays low
 	spare       *durableFS  // made again once there is space
 
 	mu    sync.Mutex // one statfs at a time
@@ -125,9 +126,9 @@ func (g *spaceGuard) check(n int) error {
 		g.look()
 	}
 	if g.low.Load() {
-		if g.ballast != "" && g.noBallast.Load() {
+		if g.wasFull.Load() {
 			return fmt.Errorf("%w: %d MiB free on the store's file system, which was full; the store takes new data again once %d MiB are free",
-				ErrNoSpace, g.free.Load()>>20, (g.reserve+uint64(g.ballastSize)+ballastMargin)>>20)
+				ErrNoSpace, g.free.Load()>>20, (g.reserve+ballastMargin)>>20)
 		}
 		return fmt.Errorf("%w: %d MiB free on the store's file system, below its reserve of %d MiB",
 			ErrNoSpace, g.free.Load()>>20, g.reserve>>20)
@@ -135,8 +136,9 @@ func (g *spaceGuard) check(n int) error {
 	return nil
 }
 
-// ballastMargin is how much more than the reserve and the ballast must be
-// free before the ballast is made again.
+// ballastMargin is how much more than the reserve (and the ballast) must
+// be free before the store takes new data again after the file system was
+// full (and makes its ballast again).
 const ballastMargin = 8 << 20
 
 func (g *spaceGuard) look() {
@@ -150,20 +152,24 @@ func (g *spaceGuard) look() {
 	}
 	if g.ballast != "" && g.noBallast.Load() && free >= g.reserve+uint64(g.ballastSize)+ballastMargin {
 		if err := makeBallast(g.ballast, g.ballastSize); err != nil {
-			g.log.Warn("store: making the ballast again failed", "err", err)
+			g.log.Warn("store: making the ballast failed", "err", err)
 		} else {
 			g.noBallast.Store(false)
-			g.log.Info("store: space is back; the ballast is made again and the store takes new data", "free_mib", free>>20)
+			g.log.Info("store: there is room for the ballast again; it is made", "free_mib", free>>20)
 			if free, err = freeSpace(g.dir); err != nil {
 				return
 			}
 		}
 	}
+	if g.wasFull.Load() && free >= g.reserve+ballastMargin {
+		g.wasFull.Store(false)
+		g.log.Info("store: space is back; the store takes new data again", "free_mib", free>>20)
+	}
 	if g.spare != nil && free > walReserve && !g.spare.hasSpare() {
 		g.spare.makeSpare()
 	}
 	g.free.Store(free)
-	g.low.Store(free < g.reserve || g.ballast != "" && g.noBallast.Load())
+	g.low.Store(free < g.reserve || g.wasFull.Load())
 	g.bytes.Store(0)
 	g.next.Store(time.Now().Add(spaceCheckEvery).UnixNano())
 }
@@ -200,9 +206,10 @@ func (g *spaceGuard) diskFull() {
 	if g == nil {
 		return
 	}
+	g.wasFull.Store(true)
 	g.low.Store(true)
 	if g.ballast == "" || g.noBallast.Load() {
-		g.log.Error("store: the file system is full and the ballast is gone already; Pebble's write is tried again")
+		g.log.Error("store: the file system is full and the store has no ballast left; Pebble's write is tried again")
 		return
 	}
 	err := os.Remove(g.ballast)
@@ -211,8 +218,8 @@ func (g *spaceGuard) diskFull() {
 }
 
 // openBallast makes the ballast when the store opens, or finds it there.
-// If there is not room for it, the store starts low on space (as after
-// diskFull).
+// If there is not room for it, the store goes without until there is
+// (look).
 func (g *spaceGuard) openBallast() {
 	if g == nil || g.ballast == "" {
 		return
@@ -231,8 +238,7 @@ func (g *spaceGuard) openBallast() {
 	if err != nil {
 		os.Remove(g.ballast)
 		g.noBallast.Store(true)
-		g.low.Store(true)
-		g.log.Warn("store: no room for the ballast; new data is refused until there is", "err", err)
+		g.log.Warn("store: no room for the ballast; the store goes without it until there is", "ballast_mib", g.ballastSize>>20, "err", err)
 	}
 }
 

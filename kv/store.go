@@ -491,6 +491,9 @@ func (s *Store) Close() error {
 	s.flusherWG.Wait()
 	s.releaseCache()
 	err := s.unpinAll()
+	if ferr := s.foldUsage(false); err == nil { // the next open has nothing to fold
+		err = ferr
+	}
 	if serr := s.Sync(); err == nil {
 		err = serr
 	}
@@ -512,6 +515,9 @@ func (s *Store) Close() error {
 // starts a new log, and Pebble cannot survive a log it cannot write.
 func (s *Store) WriteTables() error {
 	if err := s.space.check(0); err != nil {
+		return err
+	}
+	if err := s.foldUsage(false); err != nil { // the next open has nothing to fold
 		return err
 	}
 	return s.db.Flush()
@@ -585,24 +591,27 @@ func (s *Store) commit(b *pebble.Batch) error {
 			return err
 		}
 	}
-	if err := s.accountAttrs(b); err != nil {
+	usage, err := s.accountAttrs(b)
+	if err != nil {
 		return err
 	}
 	s.attrs.begin(b)
 	s.usageMu.RLock() // against foldUsage (usage.go)
-	err := b.Commit(pebble.NoSync)
+	if err = b.Commit(pebble.NoSync); err == nil {
+		s.used.Add(usage)
+	}
 	s.usageMu.RUnlock()
 	if err != nil {
 		s.attrs.aborted()
 		return fmt.Errorf("commit: %w", err)
 	}
-	s.used.Add(s.attrs.committed(b))
+	s.attrs.committed(b)
 	s.dirty.Store(true)
 	s.unsynced.Store(true)
 	if n := s.ops.Load(); n >= foldEvery && s.ops.CompareAndSwap(n, 0) {
 		// Here, after a change, rather than in the background: an idle
 		// store writes nothing.
-		if err := s.foldUsage(); err != nil {
+		if err := s.foldUsage(true); err != nil {
 			s.log.Error("store: folding the usage count failed", "err", err)
 		}
 	}

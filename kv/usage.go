@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -77,7 +78,7 @@ type usageState struct {
 
 // foldEvery is how many operands gather before a commit folds them (8
 // bytes each).
-const foldEvery = 4096
+const foldEvery = 1024
 
 // account adds delta to the count, in b: to the count in memory too once
 // b commits (commit, attrCache.committed).
@@ -128,21 +129,26 @@ func (s *Store) readUsage() (int64, int, error) {
 	return sum, len(v) / 8, nil
 }
 
-// foldUsage writes the count as one value in place of its operands.
-func (s *Store) foldUsage() error {
+// foldUsage writes the count as one value in place of its operands (with
+// force, even if no operand was added since the last fold). With no commit
+// under way the count in memory is the sum of them all: reading them back
+// would cost a copy of the value per operand (Pebble's merging).
+func (s *Store) foldUsage(force bool) error {
+	if s.space != nil && s.space.low.Load() && s.space.full() != nil {
+		return nil // no commit at all on a full disk (space.go); later
+	}
 	s.usageMu.Lock()
 	defer s.usageMu.Unlock()
-	sum, n, err := s.readUsage()
-	if err != nil || n <= 1 {
-		return err
+	if s.ops.Swap(0) == 0 && !force {
+		return nil
 	}
-	return s.db.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(sum)), pebble.NoSync)
+	return s.db.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(s.used.Load())), pebble.NoSync)
 }
 
 // loadUsage reads the count when the store opens; a store that has none
 // (made before it was kept) gets it counted.
 func (s *Store) loadUsage() error {
-	sum, _, err := s.readUsage()
+	sum, n, err := s.readUsage()
 	if errors.Is(err, ErrNotFound) {
 		if sum, err = s.countUsage(); err != nil {
 			return err
@@ -154,7 +160,10 @@ func (s *Store) loadUsage() error {
 		return fmt.Errorf("store %s: usage: %w", s.dir, err)
 	}
 	s.used.Store(sum)
-	return s.foldUsage()
+	if n <= 1 {
+		return nil // folded already: an open writes nothing
+	}
+	return s.foldUsage(true)
 }
 
 // countUsage counts the usage from the inodes, skipping their data: one
@@ -229,7 +238,10 @@ func (s *Store) inodeXattrs(ino uint64, skip string) (n int, bytes int64, err er
 // (mergePin), which the store has not counted yet. Every writer of an
 // inode's attributes holds its stripe, so the stored attributes are those
 // the batch replaces.
-func (s *Store) accountAttrs(b *pebble.Batch) error {
+//
+// It returns the change of the count that b makes in all (with the
+// operands its operation added before).
+func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
 	type change struct {
 		ino  uint64
 		cost int64 // -1: deleted
@@ -245,17 +257,29 @@ func (s *Store) accountAttrs(b *pebble.Batch) error {
 		}
 		changes = append(changes, change{ino, cost})
 	}
+	var delta int64
+	newFrom := uint64(math.MaxUint64) // inodes from here on are new: none stored
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !ok {
 			break
 		}
 		switch kind {
+		case pebble.InternalKeyKindMerge:
+			if len(v) == 8 && bytes.Equal(k, keyUsage) {
+				delta += int64(binary.BigEndian.Uint64(v))
+			}
 		case pebble.InternalKeyKindSet:
+			if bytes.Equal(k, keyNextIno) {
+				// A create, which holds nsMu: the inodes it makes are
+				// those from nextIno on, and reading them costs a miss
+				// through every level.
+				newFrom = s.nextIno
+			}
 			if ino, isAttr := attrKeyIno(k); isAttr {
 				a, _ := decodeAttr(v) // undecodable (a test's damage): no data
 				set(ino, inodeCost+dataBytes(&a))
@@ -272,21 +296,24 @@ func (s *Store) accountAttrs(b *pebble.Batch) error {
 			}
 		}
 	}
-	var delta int64
+	var attrs int64
 	for _, c := range changes {
-		old, err := s.storedAttr(c.ino)
+		old, err := Attr{}, error(ErrNotFound)
+		if c.ino < newFrom {
+			old, err = s.storedAttr(c.ino)
+		}
 		switch {
 		case err == nil:
-			delta -= inodeCost + dataBytes(&old)
+			attrs -= inodeCost + dataBytes(&old)
 		case errors.Is(err, ErrCorrupt):
-			delta -= inodeCost
+			attrs -= inodeCost
 		case err != ErrNotFound:
-			return err
+			return 0, err
 		}
 		if c.cost >= 0 {
-			delta += c.cost
+			attrs += c.cost
 		}
 	}
-	s.account(b, delta)
-	return nil
+	s.account(b, attrs)
+	return delta + attrs, nil
 }

@@ -347,3 +347,15 @@ func FuzzParseAuthor(f *testing.F) {
 		}
 	})
 }
+
+// TestQuota: the top-level quota takes a size with a unit, and refuses
+// anything else with its line.
+func TestQuota(t *testing.T) {
+	sp, err := Parse([]byte("quota: 10GiB\nsources:\n  - path: /a\n    content: x\n"), "ws.yaml", "/base")
+	if err != nil || sp.Quota != 10<<30 {
+		t.Fatalf("quota: %v, %v", sp, err)
+	}
+	if _, err := Parse([]byte("quota: much\nsources:\n  - path: /a\n    content: x\n"), "ws.yaml", "/base"); err == nil || !strings.Contains(err.Error(), "ws.yaml:1") {
+		t.Fatalf("a bad quota: %v", err)
+	}
+}

@@ -158,6 +158,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	private := fset.Bool("private", false, "only the mounting user may use the mount (default: all users, kernel-checked permissions)")
 	cacheMiB := fset.Int64("cache-size", 16, "Pebble block cache size in MiB (file pages are cached by the kernel; this caches metadata and chunks read)")
 	minFreeMiB := fset.Int64("min-free", 0, "MiB the store keeps free on its file system: below it, writes and new names fail with ENOSPC, removing still works (0: twice --memtable-size plus 64; -1: none)")
+	ballastMiB := fset.Int64("ballast", 0, "MiB of the ballast file the store keeps and gives up when its file system is full, so that its database can still write (0: twice --memtable-size plus 32; -1: none)")
 	quotaFlag := fset.String("quota", "", "the workspace's disk quota, e.g. 10GiB: its files' logical sizes, names and extended attributes; past it writes fail with EDQUOT, and big files are written through the daemon (default: the spec's quota, if any; none)")
 	memtableMiB := fset.Int64("memtable-size", 64, "largest Pebble memtable in MiB: up to two are in memory while big files are written (32 saves ~80 MiB of peak memory for ~10% of write throughput)")
 	debug := fset.Bool("debug", false, "log every FUSE request")
@@ -247,7 +248,7 @@ func cmdMount(args []string, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	ws, err := computerfs.Mount(computerfs.MountOptions{
-		Store: *store, Mountpoint: pos[0], Private: *private, Quota: quota,
+		Store: *store, Mountpoint: pos[0], Private: *private, Quota: quota, Ballast: minFree(*ballastMiB),
 		CacheSize: *cacheMiB << 20, MemTableSize: uint64(*memtableMiB) << 20, MinFree: minFree(*minFreeMiB), BlobThreshold: blobThreshold(*blobKiB), Debug: *debug, Logger: log, NoJournal: *noJournal, NoPassthrough: *noPassthrough, NoPassthroughCreates: !*ptCreates,
 		Sandbox: sb, Agent: ag, AgentsDir: *agentsDir, SharedRoot: *sharedRoot,
 	})
@@ -378,7 +379,8 @@ func blobThreshold(kib int64) int64 {
 	return kib << 10
 }
 
-// minFree turns --min-free (MiB; -1: none) into kv.Options.MinFree.
+// minFree turns --min-free or --ballast (MiB; -1: none) into
+// kv.Options.MinFree or Ballast.
 func minFree(mib int64) int64 {
 	if mib < 0 {
 		return -1
