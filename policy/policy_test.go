@@ -188,3 +188,17 @@ func FuzzChecker(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheck is one path checked against ten globs of the usual kinds.
+func BenchmarkCheck(b *testing.B) {
+	c := New(&spec.Policy{
+		Deny:          []string{"/secrets", "**/*.pem", "**/.env", "/private/**", "*.key"},
+		ReadOnlyPaths: []string{"/vendor", "**/go.sum", "/.github", "/ro/**", "Makefile"},
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.Write("/src/pkg07/sub/file_test.go") != nil {
+			b.Fatal("refused")
+		}
+	}
+}
