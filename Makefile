@@ -59,6 +59,8 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzCommand -fuzztime 30s -fuzzminimizetime 5s ./sandbox/
 	$(GO) test -run '^$$' -fuzz FuzzConfinement -fuzztime 1m -fuzzminimizetime 5s ./tools/
 	$(GO) test -run '^$$' -fuzz FuzzMatchPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzChecker -fuzztime 30s -fuzzminimizetime 5s ./policy/
+	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh
