@@ -116,8 +116,8 @@ func (c *Checker) InoAttr(st *kv.Store, a *kv.Attr, write bool) error {
 		}
 		return c.check(p, write)
 	}
-	if a.Nlink != 1 {
-		return c.Ino(st, a.Ino, write)
+	if a.Nlink != 1 || a.Ino == kv.RootIno {
+		return c.inoAll(st, a.Ino, write)
 	}
 	pc := &c.paths
 	pc.mu.Lock()
@@ -161,6 +161,15 @@ func (c *Checker) Ino(st *kv.Store, ino uint64, write bool) error {
 	if write && c.readOnly {
 		return c.Write("/")
 	}
+	a, err := st.GetAttr(ino)
+	if err != nil {
+		return nil // gone: the operation itself will say so
+	}
+	return c.InoAttr(st, &a, write)
+}
+
+// inoAll checks every name of ino.
+func (c *Checker) inoAll(st *kv.Store, ino uint64, write bool) error {
 	var refused error
 	err := c.inoPaths(st, ino, func(p string) bool {
 		refused = c.check(p, write)
