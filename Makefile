@@ -60,6 +60,9 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzConfinement -fuzztime 1m -fuzzminimizetime 5s ./tools/
 	$(GO) test -run '^$$' -fuzz FuzzMatchPath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzTreePath -fuzztime 30s -fuzzminimizetime 5s ./spec/
+	$(GO) test -run '^$$' -fuzz FuzzChecker -fuzztime 30s -fuzzminimizetime 5s ./policy/
+	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
+	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime 20s -fuzzminimizetime 5s ./internal/textsafe/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh

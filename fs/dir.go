@@ -56,7 +56,7 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 	dirPath := ""
 	if plus && f.rules().HasDeny() {
 		var err error
-		if dirPath, err = policy.DirPath(f.store, ino); err != nil {
+		if dirPath, err = f.rules().DirPath(f.store, ino); err != nil {
 			return f.status("readdir", err)
 		}
 	}

@@ -101,11 +101,11 @@ func noFlush(flags uint32) bool {
 
 // Open implements OPEN.
 func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	if err := f.checkIno(&in.InHeader, in.NodeId, openWrites(in.Flags)); err != nil {
-		return f.status("open", err)
-	}
 	a, err := f.store.GetAttr(in.NodeId)
 	if err != nil {
+		return f.status("open", err)
+	}
+	if err := f.checkAttr(&in.InHeader, &a, openWrites(in.Flags)); err != nil {
 		return f.status("open", err)
 	}
 	if a.IsDir() {

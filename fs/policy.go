@@ -51,7 +51,7 @@ func (f *FS) bound(h *fuse.InHeader) bool {
 
 // entryPath is the store path of name in the directory dir.
 func (f *FS) entryPath(dir uint64, name string) (string, error) {
-	dp, err := policy.DirPath(f.store, dir)
+	dp, err := f.rules().DirPath(f.store, dir)
 	if err != nil {
 		return "", err
 	}
@@ -106,6 +106,14 @@ func (f *FS) checkIno(h *fuse.InHeader, ino uint64, write bool) error {
 		return nil
 	}
 	return f.agent.Policy.Ino(f.store, ino, write)
+}
+
+// checkAttr is checkIno for the inode whose attributes are a.
+func (f *FS) checkAttr(h *fuse.InHeader, a *kv.Attr, write bool) error {
+	if !f.bound(h) {
+		return nil
+	}
+	return f.agent.Policy.InoAttr(f.store, a, write)
 }
 
 // checkRename refuses the agent's rename of oldName in oldDir to newName

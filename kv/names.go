@@ -29,3 +29,11 @@ func (s *Store) Names(ino uint64, fn func(dir uint64, name string) bool) error {
 	}
 	return it.Close()
 }
+
+// DirMoves counts, twice each, the renames that moved, replaced or
+// exchanged a directory, which change the paths of everything under it:
+// it is odd while one is under way (renames are one at a time) and grows
+// again after its commit. A directory's path computed between two reads
+// of the same even value is right while DirMoves still reads that value,
+// which is how a cache of paths knows when to drop its entries.
+func (s *Store) DirMoves() uint64 { return s.dirMoves.Load() }

@@ -721,6 +721,10 @@ func (s *Store) rename(actor *Actor, oldDir uint64, oldName string, newDir uint6
 		return ErrNotFound
 	}
 	srcDir, dstDir := srcType == S_IFDIR, dst != 0 && dstType == S_IFDIR
+	if srcDir || dstDir {
+		s.dirMoves.Add(1)       // odd from before the commit (see DirMoves)
+		defer s.dirMoves.Add(1) // to after it
+	}
 	if srcDir && oldDir != newDir && !dstDir && np.Nlink >= maxLinks {
 		return ErrTooManyLinks
 	}

@@ -112,12 +112,13 @@ type Store struct {
 	log    *slog.Logger
 	closed atomic.Bool
 
-	nsMu    sync.Mutex // serialises namespace operations
-	nextIno uint64     // guarded by nsMu
-	inodes  atomic.Int64
-	stripes [64]sync.Mutex
-	attrs   *attrCache
-	space   *spaceGuard
+	nsMu     sync.Mutex    // serialises namespace operations
+	dirMoves atomic.Uint64 // see DirMoves
+	nextIno  uint64        // guarded by nsMu
+	inodes   atomic.Int64
+	stripes  [64]sync.Mutex
+	attrs    *attrCache
+	space    *spaceGuard
 	// checkTails (tests) compares every tail the cache knows with the
 	// store before an append relies on it.
 	checkTails bool

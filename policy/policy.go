@@ -71,6 +71,7 @@ type Checker struct {
 	deny     []glob
 	ro       []glob
 	readOnly bool
+	paths    pathCache
 }
 
 // glob is one compiled pattern.
@@ -213,14 +214,31 @@ func below(pat []part, names []string) bool {
 	return true
 }
 
-func (g *glob) covers(p string) bool {
+// firstCovering returns the first of globs that covers p, or nil.
+func firstCovering(globs []glob, p string) *glob {
+	if len(globs) == 0 {
+		return nil
+	}
 	var buf [32]string
-	return covers(g.parts, names(p, buf[:]))
+	ns := names(p, buf[:])
+	for i := range globs {
+		if covers(globs[i].parts, ns) {
+			return &globs[i]
+		}
+	}
+	return nil
 }
 
-func (g *glob) below(p string) bool {
+// anyBelow tells whether one of globs may cover something under p.
+func anyBelow(globs []glob, p string) bool {
 	var buf [32]string
-	return below(g.parts, names(p, buf[:]))
+	ns := names(p, buf[:])
+	for i := range globs {
+		if below(globs[i].parts, ns) {
+			return true
+		}
+	}
+	return false
 }
 
 // Active tells whether there is any rule to enforce.
@@ -238,10 +256,8 @@ func (c *Checker) Denied(p string) *Refusal {
 	if c == nil {
 		return nil
 	}
-	for i := range c.deny {
-		if c.deny[i].covers(p) {
-			return &Refusal{Rule: c.deny[i].rule, Msg: Show(p) + " is denied", Errno: syscall.EACCES}
-		}
+	if g := firstCovering(c.deny, p); g != nil {
+		return &Refusal{Rule: g.rule, Msg: Show(p) + " is denied", Errno: syscall.EACCES}
 	}
 	return nil
 }
@@ -266,10 +282,8 @@ func (c *Checker) Write(p string) error {
 	if c.readOnly {
 		return &Refusal{Rule: "policy read_only", Msg: "the workspace is read-only", Errno: syscall.EROFS}
 	}
-	for i := range c.ro {
-		if c.ro[i].covers(p) {
-			return &Refusal{Rule: c.ro[i].rule, Msg: Show(p) + " is read-only", Errno: syscall.EROFS}
-		}
+	if g := firstCovering(c.ro, p); g != nil {
+		return &Refusal{Rule: g.rule, Msg: Show(p) + " is read-only", Errno: syscall.EROFS}
 	}
 	return nil
 }
@@ -288,27 +302,11 @@ func (c *Checker) ReadOnlyBelow(p string) bool {
 	if c == nil {
 		return false
 	}
-	if c.readOnly {
-		return true
-	}
-	for i := range c.ro {
-		if c.ro[i].below(p) {
-			return true
-		}
-	}
-	return false
+	return c.readOnly || anyBelow(c.ro, p)
 }
 
 // DeniedBelow tells whether a deny rule may cover something strictly under
 // the directory p.
 func (c *Checker) DeniedBelow(p string) bool {
-	if c == nil {
-		return false
-	}
-	for i := range c.deny {
-		if c.deny[i].below(p) {
-			return true
-		}
-	}
-	return false
+	return c != nil && anyBelow(c.deny, p)
 }

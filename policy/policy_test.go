@@ -188,3 +188,49 @@ func FuzzChecker(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheck is one path checked against ten globs of the usual kinds.
+func BenchmarkCheck(b *testing.B) {
+	c := New(&spec.Policy{
+		Deny:          []string{"/secrets", "**/*.pem", "**/.env", "/private/**", "*.key"},
+		ReadOnlyPaths: []string{"/vendor", "**/go.sum", "/.github", "/ro/**", "Makefile"},
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.Write("/src/pkg07/sub/file_test.go") != nil {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// The checker's memory of paths follows renames by anyone: a directory
+// moved under a denied one, a file renamed into one.
+func TestCacheFollowsMoves(t *testing.T) {
+	s := newStore(t)
+	c := New(pol([]string{"/secrets"}, nil))
+	mk(t, s, "/secrets/")
+	x := mk(t, s, "/a/b/x")
+	f := mk(t, s, "/ok/f")
+	for _, ino := range []uint64{x, f} {
+		if err := c.Ino(s, ino, false); err != nil {
+			t.Fatalf("before: %v", err)
+		}
+	}
+	sec, _ := s.Lookup(kv.RootIno, "secrets")
+	ok, _ := s.Lookup(kv.RootIno, "ok")
+	if err := s.Rename(kv.RootIno, "a", sec.Ino, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename(ok.Ino, "f", sec.Ino, "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, ino := range []uint64{x, f} {
+		if err := c.Ino(s, ino, false); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("inode %d moved under /secrets: %v", ino, err)
+		}
+	}
+	b, _ := s.Lookup(sec.Ino, "a")
+	if p, err := c.DirPath(s, b.Ino); err != nil || p != "/secrets/a" {
+		t.Errorf("DirPath after the move: %q %v", p, err)
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"sync"
 	"syscall"
 
 	"github.com/computerfs/computerfs/kv"
@@ -76,6 +77,80 @@ func Paths(st *kv.Store, ino uint64, fn func(p string) bool) error {
 	return err
 }
 
+// paths_ is Paths through the cache of directory paths.
+func (c *Checker) inoPaths(st *kv.Store, ino uint64, fn func(p string) bool) error {
+	if ino == kv.RootIno {
+		fn("/")
+		return nil
+	}
+	var err error
+	if e := st.Names(ino, func(dir uint64, name string) bool {
+		var dp string
+		if dp, err = c.DirPath(st, dir); err != nil {
+			return false
+		}
+		return fn(Join(dp, name))
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// InoAttr is Ino for the inode whose attributes are a: a file with one
+// name is checked by its remembered name, a directory by its remembered
+// path, without a walk of the store.
+func (c *Checker) InoAttr(st *kv.Store, a *kv.Attr, write bool) error {
+	if c == nil {
+		return nil
+	}
+	if write && c.readOnly {
+		return c.Write("/")
+	}
+	if a.IsDir() {
+		p, err := c.DirPath(st, a.Ino)
+		if err == syscall.ENOENT {
+			return nil // gone meanwhile: the operation itself will say so
+		}
+		if err != nil {
+			return err
+		}
+		return c.check(p, write)
+	}
+	if a.Nlink != 1 || a.Ino == kv.RootIno {
+		return c.inoAll(st, a.Ino, write)
+	}
+	pc := &c.paths
+	pc.mu.Lock()
+	fn, ok := pc.files[a.Ino]
+	pc.mu.Unlock()
+	if !ok || fn.ctime != a.Ctime {
+		found := false
+		if err := st.Names(a.Ino, func(d uint64, n string) bool {
+			fn, found = fileName{a.Ctime, d, n}, true
+			return false
+		}); err != nil {
+			return err
+		}
+		if !found {
+			return nil // unlinked: it has no path
+		}
+		pc.mu.Lock()
+		if pc.files == nil || len(pc.files) >= maxCachedDirs {
+			pc.files = make(map[uint64]fileName)
+		}
+		pc.files[a.Ino] = fn
+		pc.mu.Unlock()
+	}
+	dp, err := c.DirPath(st, fn.dir)
+	if err == syscall.ENOENT {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.check(Join(dp, fn.name), write)
+}
+
 // Ino refuses reading (or, with write, changing) the inode ino when a rule
 // covers any of its names: a hard link is no way around a rule. Directories
 // and files with one name have one path to check.
@@ -86,8 +161,17 @@ func (c *Checker) Ino(st *kv.Store, ino uint64, write bool) error {
 	if write && c.readOnly {
 		return c.Write("/")
 	}
+	a, err := st.GetAttr(ino)
+	if err != nil {
+		return nil // gone: the operation itself will say so
+	}
+	return c.InoAttr(st, &a, write)
+}
+
+// inoAll checks every name of ino.
+func (c *Checker) inoAll(st *kv.Store, ino uint64, write bool) error {
 	var refused error
-	err := Paths(st, ino, func(p string) bool {
+	err := c.inoPaths(st, ino, func(p string) bool {
 		refused = c.check(p, write)
 		return refused == nil
 	})
@@ -184,10 +268,85 @@ func (c *Checker) roCovers(p string) *Refusal {
 	if c.readOnly {
 		return &Refusal{Rule: "policy read_only", Msg: "the workspace is read-only", Errno: syscall.EROFS}
 	}
-	for i := range c.ro {
-		if c.ro[i].covers(p) {
-			return &Refusal{Rule: c.ro[i].rule, Msg: "moving it would move the read-only " + Show(p), Errno: syscall.EROFS}
-		}
+	if g := firstCovering(c.ro, p); g != nil {
+		return &Refusal{Rule: g.rule, Msg: "moving it would move the read-only " + Show(p), Errno: syscall.EROFS}
 	}
 	return nil
+}
+
+// pathCache remembers directories' paths until a directory moves
+// (kv.Store.DirMoves), so that checking a file costs no walk up the tree.
+type pathCache struct {
+	mu  sync.Mutex
+	st  *kv.Store
+	gen uint64
+	m   map[uint64]string
+	// files: the name of files with one, valid while their ctime stays
+	// (a rename sets it; a new link makes two names)
+	files map[uint64]fileName
+}
+
+type fileName struct {
+	ctime int64
+	dir   uint64
+	name  string
+}
+
+// maxCachedDirs bounds the cache; past it, it starts again.
+const maxCachedDirs = 1 << 16
+
+// DirPath is the package's DirPath, through the checker's cache of
+// directory paths. A nil checker does not cache.
+func (c *Checker) DirPath(st *kv.Store, dir uint64) (string, error) {
+	if dir == kv.RootIno {
+		return "/", nil
+	}
+	if c == nil {
+		return DirPath(st, dir)
+	}
+	pc := &c.paths
+	g := st.DirMoves()
+	if g&1 == 0 {
+		pc.mu.Lock()
+		if pc.st != st || pc.gen != g {
+			pc.st, pc.gen, pc.m = st, g, make(map[uint64]string)
+		}
+		p, ok := pc.m[dir]
+		pc.mu.Unlock()
+		if ok {
+			return p, nil
+		}
+	}
+	// One step up, through the cache for the parent.
+	var parent uint64
+	var name string
+	found := false
+	if err := st.Names(dir, func(d uint64, n string) bool {
+		parent, name, found = d, n, true
+		return false
+	}); err != nil {
+		return "", err
+	}
+	if !found {
+		return "", syscall.ENOENT
+	}
+	if parent == dir {
+		return "", syscall.ELOOP
+	}
+	pp, err := c.DirPath(st, parent)
+	if err != nil {
+		return "", err
+	}
+	p := Join(pp, name)
+	if g&1 == 0 && st.DirMoves() == g {
+		pc.mu.Lock()
+		if pc.st == st && pc.gen == g {
+			if len(pc.m) >= maxCachedDirs {
+				clear(pc.m)
+			}
+			pc.m[dir] = p
+		}
+		pc.mu.Unlock()
+	}
+	return p, nil
 }

@@ -9,16 +9,35 @@ import (
 	"time"
 )
 
-// Policy gates the agent tools (package tools): what they may read,
-// change and run. A spec without one allows everything, with the default
-// limits.
+// Policy is what the agent may read, change and run. A spec without one
+// allows everything, with the default limits.
+//
+// The path rules (Deny, ReadOnlyPaths, ReadOnly) hold for every way the
+// agent reaches the workspace: the agent tools, exec on the shell fast
+// path, and exec in the sandbox, whose programs the mount holds to them
+// (package policy says exactly what each rule covers). They are matched
+// on a file's real path in the workspace, after symbolic links and "..",
+// and on every name of a file with hard links. They cover the work tree,
+// not what a git repository holds: a denied file committed to a
+// repository can be read from its history (git show, or any program
+// reading .git/objects), and git can record its deletion. Deny the .git
+// directory too to keep a repository's history from the agent.
 type Policy struct {
-	// ReadOnly refuses every tool that changes the workspace (write, edit,
-	// mkdir, delete, clone) and exec, which could.
+	// ReadOnly refuses every change of the workspace through any backend,
+	// and refuses the tools that change it (write, edit, mkdir, delete,
+	// clone) and exec.
 	ReadOnly bool `yaml:"read_only,omitempty" json:"read_only,omitempty"`
-	// Deny lists path globs the tools may neither read nor change nor list.
+	// Deny lists path globs the agent may neither read (open, list,
+	// stat, readlink, xattrs) nor change nor create, nor reach anything
+	// under; no denied file can be linked, renamed or copied to a name the
+	// rules do not deny. Creating a name a rule denies (x.pem under
+	// "**/*.pem") is refused. On the mount, the names of denied entries
+	// still show in a listing of their directory.
 	Deny []string `yaml:"deny,omitempty" json:"deny,omitempty"`
-	// ReadOnlyPaths lists path globs the tools may read but not change.
+	// ReadOnlyPaths lists path globs the agent may read but not change:
+	// no write, truncate, create, mkdir, unlink, rmdir, rename from or to
+	// (nor of a directory holding one), link to or from, chmod, chown,
+	// utimes or xattr change.
 	ReadOnlyPaths []string    `yaml:"read_only_paths,omitempty" json:"read_only_paths,omitempty"`
 	Exec          *ExecPolicy `yaml:"exec,omitempty" json:"exec,omitempty"`
 	Limits        *Limits     `yaml:"limits,omitempty" json:"limits,omitempty"`
@@ -35,8 +54,14 @@ type ExecPolicy struct {
 	// Backends are the backends exec may use ("shell", "sandbox"; empty:
 	// both).
 	Backends []string `yaml:"backends,omitempty" json:"backends,omitempty"`
-	// DenyCommands are regular expressions (RE2); a command that matches
-	// any of them is refused.
+	// DenyCommands are regular expressions (RE2); an exec tool call whose
+	// command text matches any of them is refused. It is a convenience
+	// that keeps an agent from what it was told not to run (a deploy
+	// script, curl), not a security boundary: a command can be spelled in
+	// ways no pattern foresees (quotes, variables, eval, base64, a script
+	// file, a program in the sandbox that runs it), and only the text of
+	// the command line is matched. Keep secrets and the host safe with
+	// deny, read_only_paths and the sandbox, never with this.
 	DenyCommands []string `yaml:"deny_commands,omitempty" json:"deny_commands,omitempty"`
 	// Network is the sandbox's network: "none" (the default) or "host".
 	Network string `yaml:"network,omitempty" json:"network,omitempty"`

@@ -32,7 +32,7 @@ func (f *FS) guardStart(dir uint64) ([]string, error) {
 	if dir == kv.RootIno {
 		return nil, nil
 	}
-	p, err := policy.DirPath(f.s, dir)
+	p, err := f.guard.DirPath(f.s, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (f *FS) guardEntry(dir uint64, name string) error {
 	if f.guard.ReadOnly() {
 		return f.guard.Write("/")
 	}
-	dp, err := policy.DirPath(f.s, dir)
+	dp, err := f.guard.DirPath(f.s, dir)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (f *FS) guardOpen(r *resolved, flag int) error {
 	}
 	write := flag&(O_WRONLY|O_RDWR) != 0
 	if write || r.attr.Nlink > 1 && !r.attr.IsDir() {
-		return f.guardIno(r.ino, write)
+		return f.guard.InoAttr(f.s, &r.attr, write)
 	}
 	return nil
 }
@@ -116,11 +116,11 @@ func (f *FS) guardRename(oldDir uint64, oldName string, newDir uint64, newName s
 	if err != nil {
 		return err
 	}
-	op, err := policy.DirPath(f.s, oldDir)
+	op, err := f.guard.DirPath(f.s, oldDir)
 	if err != nil {
 		return err
 	}
-	np, err := policy.DirPath(f.s, newDir)
+	np, err := f.guard.DirPath(f.s, newDir)
 	if err != nil {
 		return err
 	}

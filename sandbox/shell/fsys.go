@@ -147,7 +147,11 @@ type backend interface {
 	chtimes(p string, atime, mtime time.Time) error
 }
 
-// wsBackend is the workspace store through wsfs.
+// wsBackend is the workspace store through wsfs. The spec's path rules
+// are the FS's (wsfs.FS.WithPolicy, set by whoever makes the Shell): they
+// are enforced where wsfs resolves names and changes inodes, so every
+// command, git included, which reaches the workspace through the same FS
+// without this backend, is held to them without knowing.
 type wsBackend struct{ fs *wsfs.FS }
 
 func (w wsBackend) open(p string, flag int, perm uint32) (vfile, error) {

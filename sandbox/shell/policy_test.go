@@ -233,3 +233,36 @@ echo v2 > ro/conf && rm secrets/token && git add -A && git commit -qm two`
 		}
 	}
 }
+
+// benchRules are ten globs of the kinds policies use.
+var benchRules = &spec.Policy{
+	Deny:          []string{"/secrets", "**/*.pem", "**/.env", "/private/**", "*.key"},
+	ReadOnlyPaths: []string{"/vendor", "**/go.sum", "/.github", "/ro/**", "Makefile"},
+}
+
+// BenchmarkPolicyFastPath reads 1,000 small files (20 directories of 50,
+// three levels down) with cat and greps them, without path rules and with
+// ten: the cost of the rules on the fast path.
+func BenchmarkPolicyFastPath(b *testing.B) {
+	_, raw := newShell(b)
+	for d := range 20 {
+		dir := fmt.Sprintf("/src/pkg%02d/sub", d)
+		check(b, raw.MkdirAll(dir, 0o755))
+		for f := range 50 {
+			check(b, raw.WriteFile(fmt.Sprintf("%s/f%02d.go", dir, f), []byte("package sub\n\nfunc F() {}\n"), 0o644))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		fs   *wsfs.FS
+	}{{"none", raw}, {"rules", raw.WithPolicy(policy.New(benchRules))}} {
+		s := New(tc.fs, Options{})
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if out, errOut, code := sh(b, s, `cat src/*/*/*.go | wc -l; grep -rc func src | wc -l`); code != 0 || out != "3000\n1000\n" {
+					b.Fatalf("%d %q %q", code, out, errOut)
+				}
+			}
+		})
+	}
+}
