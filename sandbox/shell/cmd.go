@@ -81,10 +81,15 @@ func commandName(arg string) string {
 }
 
 func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
-	return func(ctx context.Context, args []string) error {
+	return func(ctx context.Context, args []string) (err error) {
 		hc := interp.HandlerCtx(ctx)
 		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
 			return err
+		}
+		r.inflight.add()
+		defer r.inflight.done()
+		if ctx.Err() != nil { // ended meanwhile: Exec may be waiting already
+			return context.Cause(ctx)
 		}
 		name := commandName(args[0])
 		c := &cmd{ctx: ctx, r: r, hc: hc, name: name, args: append([]string{name}, args[1:]...),
@@ -102,6 +107,14 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 		c.out = bufio.NewWriterSize(stdout, 32<<10)
 		defer c.release()
 		var code int
+		defer func() {
+			// A bug in a built-in that an agent can trigger must fail
+			// the command, not end the daemon.
+			if p := recover(); p != nil {
+				fmt.Fprintf(c.stderr, "%s: internal error: %v\n", name, p)
+				err = interp.NewExitStatus(2)
+			}
+		}()
 		switch name {
 		case typeCmd:
 			code = r.typeBuiltin(c)

@@ -326,7 +326,11 @@ func (d *differ) diff(a, b string) int {
 	if len(lb) > 0 && !strings.HasSuffix(lb[len(lb)-1], "\n") {
 		nb[len(nb)-1] += "\x00"
 	}
-	ops := gnuShift(na, nb, c.lineDiff(na, nb))
+	script := c.lineDiff(na, nb)
+	if script == nil && len(na)+len(nb) > 0 {
+		return 2 // stopped
+	}
+	ops := gnuShift(na, nb, script)
 	changed := false
 	for _, o := range ops {
 		if o.kind != ' ' {

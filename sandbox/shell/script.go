@@ -256,7 +256,7 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 		vars = append(vars, "BASH_SOURCE="+name)
 	}
 	env := &startEnv{Environ: expand.ListEnviron(vars...), resetting: true}
-	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1, pipes: r.pipes, mem: r.mem}
+	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1, pipes: r.pipes, mem: r.mem, inflight: r.inflight}
 	stdout := c.stdout
 	if stdout == nil {
 		stdout = c.out

@@ -55,6 +55,10 @@ type Options struct {
 	UID, GID uint32
 	// TmpLimit bounds the bytes held in /tmp (default 256 MiB).
 	TmpLimit int64
+	// MaxMemory is the memory budget of each call whose
+	// ExecOptions.MaxMemory is 0 (default DefaultMaxMemory; negative: no
+	// limit). See ExecOptions.MaxMemory.
+	MaxMemory int64
 	// Now, if set, replaces the clock for date (tests).
 	Now func() time.Time
 }
@@ -87,7 +91,7 @@ type ExecOptions struct {
 	// variables and engines hold (see limits.go); past it the call is
 	// stopped (status 125, "memory limit") with a message on stderr, and
 	// the calls that run at the same time go on. 0 means
-	// DefaultMaxMemory, negative no limit.
+	// Options.MaxMemory, negative no limit.
 	MaxMemory int64
 }
 
@@ -152,6 +156,7 @@ var (
 	errOutputLimit  = errors.New("output limit reached")
 	errCommandLimit = errors.New("command limit reached")
 	errNesting      = errors.New("maximum function nesting level exceeded")
+	errCallEnded    = errors.New("the call has ended")
 )
 
 // run is the state of one Exec.
@@ -166,6 +171,7 @@ type run struct {
 	pipes    *pipeTable   // of process substitutions, shared with nested scripts
 	mem      *memBudget   // shared with nested scripts
 	globbed  atomic.Int64 // bytes listed by globs since the last command
+	inflight *flight      // built-ins running, of this call and its nested scripts
 }
 
 // Exec runs the script command. The error is for a failure of the shell
@@ -189,6 +195,9 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	outW, errW := lw.writer(stdout), lw.writer(stderr)
 
 	maxMem := opts.MaxMemory
+	if maxMem == 0 {
+		maxMem = s.opts.MaxMemory
+	}
 	if maxMem == 0 {
 		maxMem = DefaultMaxMemory
 	}
@@ -240,7 +249,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		defer watch.add(mem)()
 	}
 
-	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem}
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem, inflight: &flight{}}
 	if r.maxCmds == 0 {
 		r.maxCmds = DefaultMaxCommands
 	}
@@ -259,11 +268,16 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	env.resetting = false
 
 	err = runner.Run(ctx, file)
+	cause := context.Cause(ctx)
+	// Background jobs (cmd &) end with the call, as the sandbox's do
+	// when its exec ends: none may go on running, or writing, after
+	// the call has returned.
 	r.pipes.finish(5 * time.Second)
+	cancel(errCallEnded)
+	r.inflight.wait(5 * time.Second)
 	lw.close()
 	res.Duration = time.Since(start)
 	res.Truncated = lw.truncated()
-	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errOutputLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "output limit"
@@ -421,9 +435,19 @@ func unsupported(f *syntax.File) string {
 	return what
 }
 
-// rewriteSpecial makes $$ and $PPID read the stand-in variables.
+// rewriteSpecial makes $$ and $PPID read the stand-in variables, and
+// $(<file) run /bin/cat (the built-in, whatever functions say): the interpreter would copy the file into memory
+// itself, with no bound (x=$(</dev/zero)); cat's output in $(...) counts
+// against the call's memory budget.
 func rewriteSpecial(f syntax.Node) {
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if cs, ok := n.(*syntax.CmdSubst); ok && len(cs.Stmts) == 1 {
+			st := cs.Stmts[0]
+			if st.Cmd == nil && !st.Negated && !st.Background && !st.Coprocess && !st.Disown &&
+				len(st.Redirs) == 1 && st.Redirs[0].Op == syntax.RdrIn {
+				st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: "/bin/cat"}}}}}
+			}
+		}
 		if pe, ok := n.(*syntax.ParamExp); ok && pe.Param != nil {
 			switch pe.Param.Value {
 			case "$":
@@ -486,4 +510,18 @@ func (s *limitedStream) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
 	lw.n += int64(n)
 	return n, err
+}
+
+// flight counts the built-ins that run for a call.
+type flight struct{ n atomic.Int64 }
+
+func (f *flight) add()  { f.n.Add(1) }
+func (f *flight) done() { f.n.Add(-1) }
+
+// wait waits until none runs, at most max.
+func (f *flight) wait(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for f.n.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 }
