@@ -75,6 +75,10 @@ operands:
 		}
 		progSrc, args = args[0], args[1:]
 	}
+	if tooNested(progSrc) {
+		c.errorf("program nests deeper than the fast path's limit of %d levels", maxNesting)
+		return 2
+	}
 	prog, err := parser.ParseProgram([]byte(progSrc), nil)
 	if err != nil {
 		c.errorf("%v", err)
@@ -134,9 +138,19 @@ operands:
 	if len(files) == 1 {
 		config.Vars = append(config.Vars, "FILENAME", files[0])
 	}
-	status, err := interp.ExecProgram(prog, config)
+	awk, err := interp.New(prog)
 	if err != nil {
 		c.errorf("%v", err)
+		return 2
+	}
+	// goawk checks the context every 1000 instructions: an endless
+	// BEGIN{while(1);} ends with the call
+	defer c.engine()()
+	status, err := awk.ExecuteContext(c.ctx, config)
+	if err != nil {
+		if c.ctx.Err() == nil {
+			c.errorf("%v", err)
+		}
 		return 2
 	}
 	return status
@@ -234,19 +248,26 @@ func cmdJq(c *cmd) int {
 		filter = "."
 	}
 	_ = sortKeys // gojq always sorts object keys
+	if tooNested(filter) {
+		c.errorf("error: filter nests deeper than the fast path's limit of %d levels\ncompile error", maxNesting)
+		return 3
+	}
 	q, err := gojq.Parse(filter)
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
 	}
-	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }))
+	jqBoundMul(q)
+	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
+		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(args[0], args[1]) }),
+		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(args[0], args[1]) }))
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
 	}
 	// read inputs
 	var data []byte
-	if len(files) == 0 {
+	if len(files) == 0 && !(nullIn && !strings.Contains(filter, "input")) {
 		files = []string{"-"}
 	}
 	for _, f := range files {
@@ -268,6 +289,10 @@ func cmdJq(c *cmd) int {
 			}
 		}
 	} else {
+		// decoded values take some times the size of their text
+		if !c.grow(4 * int64(len(data))) {
+			return 2
+		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		var all []any
@@ -296,8 +321,10 @@ func cmdJq(c *cmd) int {
 	status := 0
 	var last any = false
 	produced := false
+	defer c.engine()()
+	ctx := engineCtx{c.ctx, c.r.mem}
 	for _, in := range inputs {
-		iter := code.Run(in, values...)
+		iter := code.RunWithContext(ctx, in, values...)
 		for {
 			v, ok := iter.Next()
 			if !ok {
@@ -306,6 +333,9 @@ func cmdJq(c *cmd) int {
 			if err, ok := v.(error); ok {
 				if he, ok := err.(*gojq.HaltError); ok && he.Value() == nil {
 					return he.ExitCode()
+				}
+				if c.canceled() {
+					return 5
 				}
 				c.out.Flush()
 				fmt.Fprintf(c.stderr, "jq: error (at <stdin>:0): %v\n", err)
@@ -443,4 +473,188 @@ func jsonString(s string) string {
 	e.SetEscapeHTML(false)
 	e.Encode(s)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// jqMulFunc and jqAddFunc are what a * b and a + b of a jq filter call
+// (see jqBoundMul).
+const (
+	jqMulFunc = "_computerfs_mul"
+	jqAddFunc = "_computerfs_add"
+)
+
+// jqBoundMul makes every a * b and a + b of the filter call jqMulFunc
+// and jqAddFunc, which check a string repeated a number of times, or two
+// strings or arrays put together, against the call's memory budget
+// before they are made ("x" * 1e9 is one allocation of a GB, and
+// reduce range(40) as $i ("x"; . + .) doubles a string 40 times).
+func jqBoundMul(q *gojq.Query) {
+	var walkQ func(q *gojq.Query)
+	var walkT func(t *gojq.Term)
+	walkQ = func(q *gojq.Query) {
+		if q == nil {
+			return
+		}
+		for _, fd := range q.FuncDefs {
+			walkQ(fd.Body)
+		}
+		walkQ(q.Left)
+		walkQ(q.Right)
+		walkT(q.Term)
+		switch q.Op {
+		case gojq.OpMul:
+			l, r := q.Left, q.Right
+			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMulFunc, Args: []*gojq.Query{l, r}}}}
+		case gojq.OpAdd:
+			l, r := q.Left, q.Right
+			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqAddFunc, Args: []*gojq.Query{l, r}}}}
+		}
+	}
+	walkT = func(t *gojq.Term) {
+		if t == nil {
+			return
+		}
+		if t.Index != nil {
+			walkQ(t.Index.Start)
+			walkQ(t.Index.End)
+			if t.Index.Str != nil {
+				for _, q := range t.Index.Str.Queries {
+					walkQ(q)
+				}
+			}
+		}
+		if t.Func != nil {
+			for _, a := range t.Func.Args {
+				walkQ(a)
+			}
+		}
+		if t.Object != nil {
+			for _, kv := range t.Object.KeyVals {
+				walkQ(kv.KeyQuery)
+				if kv.Val != nil {
+					walkQ(kv.Val)
+				}
+				if kv.KeyString != nil {
+					for _, q := range kv.KeyString.Queries {
+						walkQ(q)
+					}
+				}
+			}
+		}
+		if t.Array != nil {
+			walkQ(t.Array.Query)
+		}
+		if t.Unary != nil {
+			walkT(t.Unary.Term)
+		}
+		if t.Str != nil {
+			for _, q := range t.Str.Queries {
+				walkQ(q)
+			}
+		}
+		if t.If != nil {
+			walkQ(t.If.Cond)
+			walkQ(t.If.Then)
+			for _, e := range t.If.Elif {
+				walkQ(e.Cond)
+				walkQ(e.Then)
+			}
+			walkQ(t.If.Else)
+		}
+		if t.Try != nil {
+			walkQ(t.Try.Body)
+			walkQ(t.Try.Catch)
+		}
+		if t.Reduce != nil {
+			walkQ(t.Reduce.Query)
+			walkQ(t.Reduce.Start)
+			walkQ(t.Reduce.Update)
+		}
+		if t.Foreach != nil {
+			walkQ(t.Foreach.Query)
+			walkQ(t.Foreach.Start)
+			walkQ(t.Foreach.Update)
+			walkQ(t.Foreach.Extract)
+		}
+		if t.Label != nil {
+			walkQ(t.Label.Body)
+		}
+		if t.Query != nil {
+			walkQ(t.Query)
+		}
+		for _, s := range t.SuffixList {
+			if s.Index != nil {
+				walkQ(s.Index.Start)
+				walkQ(s.Index.End)
+			}
+		}
+	}
+	walkQ(q)
+}
+
+var jqMul, jqAdd = jqBinop("*"), jqBinop("+")
+
+func jqBinop(op string) *gojq.Code {
+	q, err := gojq.Parse("$a " + op + " $b")
+	if err != nil {
+		panic(err)
+	}
+	code, err := gojq.Compile(q, gojq.WithVariables([]string{"$a", "$b"}))
+	if err != nil {
+		panic(err)
+	}
+	return code
+}
+
+// jqAdd is a + b, once what it makes fits the call's budget.
+func (c *cmd) jqAdd(a, b any) any {
+	size := 0
+	switch x := a.(type) {
+	case int:
+		if y, ok := b.(int); ok {
+			if v := x + y; (v >= x) == (y >= 0) {
+				return v
+			}
+		}
+	case float64:
+		if y, ok := b.(float64); ok {
+			return x + y
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			size = len(x) + len(y)
+		}
+	case []any:
+		if y, ok := b.([]any); ok {
+			size = 16 * (len(x) + len(y))
+		}
+	}
+	if size > 1<<20 && c.r.mem.over(int64(size)) {
+		c.r.mem.exceed(c.name)
+		return fmt.Errorf("result of %d bytes too large for the call's memory budget", size)
+	}
+	v, _ := jqAdd.Run(nil, a, b).Next()
+	return v
+}
+
+// jqMul is a * b, once a string repeated fits the call's budget.
+func (c *cmd) jqMul(a, b any) any {
+	s, n := a, b
+	if _, ok := s.(string); !ok {
+		s, n = b, a
+	}
+	if str, ok := s.(string); ok {
+		var f float64
+		switch x := n.(type) {
+		case int:
+			f = float64(x)
+		case float64:
+			f = x
+		}
+		if size := float64(len(str)) * f; size > 1<<20 && (size > float64(1<<62) || c.r.mem.over(int64(size))) {
+			c.r.mem.exceed(c.name)
+			return fmt.Errorf("repeat string result too large for the call's memory budget: %d bytes * %g", len(str), f)
+		}
+	}
+	v, _ := jqMul.Run(nil, a, b).Next()
+	return v
 }

@@ -3,6 +3,7 @@ package shell
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -263,7 +264,7 @@ func cmdCat(c *cmd) int {
 		}
 		br := bufio.NewReader(r)
 		for {
-			s, err := br.ReadString('\n')
+			s, err := c.readLine(br)
 			if s == "" && err != nil {
 				if err == io.EOF {
 					return nil
@@ -395,7 +396,7 @@ func cmdHead(c *cmd) int {
 				}
 				return err
 			}
-			data, err := io.ReadAll(r)
+			data, err := c.readAll(r)
 			if err != nil {
 				return err
 			}
@@ -407,7 +408,7 @@ func cmdHead(c *cmd) int {
 		br := bufio.NewReader(r)
 		if n >= 0 {
 			for i := int64(0); i < n; i++ {
-				s, err := br.ReadString('\n')
+				s, err := c.readLine(br)
 				c.out.WriteString(s)
 				if err != nil {
 					if err == io.EOF {
@@ -418,7 +419,7 @@ func cmdHead(c *cmd) int {
 			}
 			return nil
 		}
-		lines, err := readLines(br)
+		lines, err := c.readLines(br)
 		if err != nil {
 			return err
 		}
@@ -427,15 +428,6 @@ func cmdHead(c *cmd) int {
 		}
 		return nil
 	})
-}
-
-// readLines reads all lines, each with its newline (the last may lack it).
-func readLines(r io.Reader) ([]string, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	return splitLines(string(data)), nil
 }
 
 func splitLines(s string) []string {
@@ -493,7 +485,7 @@ func cmdTail(c *cmd) int {
 			c.fileHeader(name, first)
 		}
 		first = false
-		data, err := io.ReadAll(r)
+		data, err := c.readAll(r)
 		if err != nil {
 			return err
 		}
@@ -698,6 +690,9 @@ func cmdMkdir(c *cmd) int {
 }
 
 func (c *cmd) mkdirAll(abs string, mode uint32, verbose bool) error {
+	if c.canceled() {
+		return context.Cause(c.ctx)
+	}
 	abs = strings.TrimSuffix(abs, "/")
 	if fi, err := c.r.sh.ns.stat(abs); err == nil {
 		if !fi.IsDir() {
@@ -709,6 +704,9 @@ func (c *cmd) mkdirAll(abs string, mode uint32, verbose bool) error {
 		if err := c.mkdirAll(parent, 0o777, verbose); err != nil {
 			return err
 		}
+	}
+	if c.canceled() { // a deep path takes a while: stop with the call
+		return context.Cause(c.ctx)
 	}
 	err := c.r.sh.ns.mkdir(abs, mode)
 	if err == nil && verbose {
@@ -843,7 +841,7 @@ func cmdRm(c *cmd) int {
 }
 
 func (c *cmd) removeTree(abs, shown string, verbose bool) error {
-	ents, err := c.r.sh.ns.readDir(abs)
+	ents, err := c.readDir(abs)
 	if err != nil {
 		c.errorf("cannot remove '%s': %s", shown, errText(err))
 		return err
@@ -1341,7 +1339,7 @@ func cmdTac(c *cmd) int {
 		return 1
 	}
 	return c.eachInput(files, func(name string, r io.Reader) error {
-		lines, err := readLines(r)
+		lines, err := c.readLines(r)
 		if err != nil {
 			return err
 		}
@@ -1364,7 +1362,7 @@ func cmdRev(c *cmd) int {
 		return 1
 	}
 	return c.eachInput(files, func(name string, r io.Reader) error {
-		lines, err := readLines(r)
+		lines, err := c.readLines(r)
 		if err != nil {
 			return err
 		}
@@ -1407,7 +1405,7 @@ func cmdNl(c *cmd) int {
 	}
 	n := start
 	return c.eachInput(files, func(name string, r io.Reader) error {
-		lines, err := readLines(r)
+		lines, err := c.readLines(r)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ type cmd struct {
 	out    *bufio.Writer // buffered stdout of a built-in
 	stdout io.Writer     // what out writes to
 	stderr io.Writer
+	held   int64 // bytes charged to the call's memory budget (see grow)
 }
 
 type cmdFunc func(c *cmd) int
@@ -80,10 +81,15 @@ func commandName(arg string) string {
 }
 
 func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
-	return func(ctx context.Context, args []string) error {
+	return func(ctx context.Context, args []string) (err error) {
 		hc := interp.HandlerCtx(ctx)
 		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
 			return err
+		}
+		r.inflight.add()
+		defer r.inflight.done()
+		if ctx.Err() != nil { // ended meanwhile: Exec may be waiting already
+			return context.Cause(ctx)
 		}
 		name := commandName(args[0])
 		c := &cmd{ctx: ctx, r: r, hc: hc, name: name, args: append([]string{name}, args[1:]...),
@@ -92,8 +98,23 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			c.stdin = strings.NewReader("")
 		}
 		c.stdin = stoppableReader{c.stdin, ctx}
-		c.out = bufio.NewWriterSize(hc.Stdout, 32<<10)
+		var stdout io.Writer = hc.Stdout
+		if sb, ok := stdout.(*strings.Builder); ok {
+			// inside $(...): what is written stays in memory
+			stdout = captureWriter{sb, c}
+			c.stdout = stdout
+		}
+		c.out = bufio.NewWriterSize(stdout, 32<<10)
+		defer c.release()
 		var code int
+		defer func() {
+			// A bug in a built-in that an agent can trigger must fail
+			// the command, not end the daemon.
+			if p := recover(); p != nil {
+				fmt.Fprintf(c.stderr, "%s: internal error: %v\n", name, p)
+				err = interp.NewExitStatus(2)
+			}
+		}()
 		switch name {
 		case typeCmd:
 			code = r.typeBuiltin(c)
@@ -162,6 +183,7 @@ func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 		sub.out = bufio.NewWriterSize(stdout, 32<<10)
 		code := fn(sub)
 		sub.out.Flush()
+		sub.release()
 		return code
 	}
 	if c.ctx.Err() != nil {
@@ -213,7 +235,14 @@ func (c *cmd) lstat(p string) (*fileInfo, error) {
 	return c.r.sh.ns.lstat(c.abs(p))
 }
 
-func (c *cmd) readDir(p string) ([]dirEntry, error) { return c.r.sh.ns.readDir(c.abs(p)) }
+// readDir lists a directory; once the call is being stopped it fails,
+// so that every walk of a tree ends with the call.
+func (c *cmd) readDir(p string) ([]dirEntry, error) {
+	if c.canceled() {
+		return nil, context.Cause(c.ctx)
+	}
+	return c.r.sh.ns.readDir(c.abs(p))
+}
 
 func (c *cmd) open(p string) (vfile, error) { return c.openFlags(p, O_RDONLY, 0) }
 
@@ -245,7 +274,15 @@ func (c *cmd) readFile(p string) ([]byte, error) {
 	if fi, err := c.stat(p); err == nil && fi.IsDir() && p != "-" {
 		return nil, syscall.EISDIR
 	}
-	return io.ReadAll(f)
+	if fi, err := f.Seek(0, io.SeekEnd); err == nil && fi > 0 {
+		// a file that cannot fit fails before it is read
+		if c.r.mem.over(fi) {
+			c.r.mem.exceed(c.name)
+			return nil, errMemoryLimit
+		}
+		f.Seek(0, io.SeekStart)
+	}
+	return c.readAll(f)
 }
 
 func (c *cmd) now() time.Time { return c.r.sh.opts.Now() }

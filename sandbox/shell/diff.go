@@ -14,13 +14,18 @@ type editOp struct {
 	a, b int // line indexes in a and b
 }
 
-// lineDiff computes a shortest edit script (Myers' algorithm).
-func lineDiff(a, b []string) []editOp {
+// lineDiff computes a shortest edit script (Myers' algorithm). Its trace
+// is the command's memory, and it stops with the call (then it returns
+// nil).
+func (c *cmd) lineDiff(a, b []string) []editOp {
 	n, m := len(a), len(b)
 	max := n + m
 	v := make([]int, 2*max+2)
 	var trace [][]int
 	for d := 0; d <= max; d++ {
+		if c.canceled() || !c.grow(int64(8*len(v))) {
+			return nil
+		}
 		vc := make([]int, len(v))
 		copy(vc, v)
 		trace = append(trace, vc)
@@ -321,7 +326,11 @@ func (d *differ) diff(a, b string) int {
 	if len(lb) > 0 && !strings.HasSuffix(lb[len(lb)-1], "\n") {
 		nb[len(nb)-1] += "\x00"
 	}
-	ops := gnuShift(na, nb, lineDiff(na, nb))
+	script := c.lineDiff(na, nb)
+	if script == nil && len(na)+len(nb) > 0 {
+		return 2 // stopped
+	}
+	ops := gnuShift(na, nb, script)
 	changed := false
 	for _, o := range ops {
 		if o.kind != ' ' {

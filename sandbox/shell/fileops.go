@@ -1,11 +1,13 @@
 package shell
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,10 +28,16 @@ func init() {
 
 type cpOpts struct {
 	recursive, force, noClobber, verbose, preserve, noDeref, update, targetIsFile bool
+	// deref is the last of -H, -L, -P given (0: none): -L follows every
+	// symbolic link, -H those of the operands, -P none; without one, cp
+	// follows operands and copies links as links when recursive, as GNU
+	// cp does.
+	deref byte
+	made  map[uint64]bool // the directories this cp made: copying one of them again is copying into itself
 }
 
 func cmdCp(c *cmd) int {
-	opts, args, ok := c.flags("rRafinvpPLdubt:T", "recursive", "archive", "force", "interactive", "no-clobber", "verbose",
+	opts, args, ok := c.flags("rRafinvpPLHdubt:T", "recursive", "archive", "force", "interactive", "no-clobber", "verbose",
 		"preserve?", "no-dereference", "dereference", "update?", "target-directory=", "no-target-directory", "parents")
 	if !ok {
 		return 1
@@ -51,7 +59,11 @@ func cmdCp(c *cmd) int {
 		case "p", "preserve":
 			o.preserve = true
 		case "P", "d", "no-dereference":
-			o.noDeref = true
+			o.deref = 'P'
+		case "L", "dereference":
+			o.deref = 'L'
+		case "H":
+			o.deref = 'H'
 		case "u", "update":
 			o.update = true
 		case "t", "target-directory":
@@ -59,6 +71,14 @@ func cmdCp(c *cmd) int {
 		case "T", "no-target-directory":
 			o.targetIsFile = true
 		}
+	}
+	switch o.deref {
+	case 0:
+		o.noDeref = o.noDeref || o.recursive
+	case 'P':
+		o.noDeref = true
+	default:
+		o.noDeref = false
 	}
 	return c.copyMove(args, target, &o, false)
 }
@@ -122,7 +142,8 @@ func (c *cmd) copyMove(args []string, target string, o *cpOpts, move bool) int {
 func (c *cmd) copyOne(src, dst string, o *cpOpts, move bool) error {
 	sabs, dabs := c.abs(src), c.abs(dst)
 	sfi, err := c.r.sh.ns.lstat(sabs)
-	if err == nil && !o.noDeref && sfi.mode&fs.ModeSymlink != 0 {
+	followTop := !o.noDeref || o.deref == 0 && !o.recursive
+	if err == nil && followTop && sfi.mode&fs.ModeSymlink != 0 {
 		sfi, err = c.r.sh.ns.stat(sabs)
 	}
 	if err != nil {
@@ -186,21 +207,45 @@ func (c *cmd) copyOne(src, dst string, o *cpOpts, move bool) error {
 	return c.copyTree(sabs, dabs, src, dst, sfi, o)
 }
 
+// maxTreeDepth bounds how deep the commands that walk a tree go (a
+// symbolic link loop followed with -L would otherwise be endless).
+const maxTreeDepth = 4096
+
 func (c *cmd) copyTree(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts) error {
+	return c.copyTreeIn(sabs, dabs, src, dst, sfi, o, nil)
+}
+
+// copyTreeIn copies under the directories of inodes up (the ancestors
+// being copied: a loop of links is found there).
+func (c *cmd) copyTreeIn(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts, up []uint64) error {
 	if c.canceled() {
-		return c.ctx.Err()
+		return context.Cause(c.ctx)
 	}
 	ns := c.r.sh.ns
 	switch {
 	case sfi.IsDir():
+		if slices.Contains(up, sfi.ino) || len(up) >= maxTreeDepth {
+			c.errorf("cannot copy cyclic directory '%s': File system loop detected", src)
+			return syscall.ELOOP
+		}
+		if o.made[sfi.ino] {
+			c.errorf("cannot copy a directory, '%s', into itself, '%s'", src, dst)
+			return syscall.EINVAL
+		}
 		if err := ns.mkdir(dabs, uint32(sfi.mode.Perm())); err != nil && errno(err) != syscall.EEXIST {
 			c.errorf("cannot create directory '%s': %s", dst, errText(err))
 			return err
 		}
+		if dfi, err := ns.stat(dabs); err == nil {
+			if o.made == nil {
+				o.made = map[uint64]bool{}
+			}
+			o.made[dfi.ino] = true
+		}
 		if o.verbose {
 			fmt.Fprintf(c.out, "'%s' -> '%s'\n", src, dst)
 		}
-		ents, err := ns.readDir(sabs)
+		ents, err := c.readDir(sabs)
 		if err != nil {
 			c.errorf("cannot access '%s': %s", src, errText(err))
 			return err
@@ -209,11 +254,11 @@ func (c *cmd) copyTree(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts) er
 		for _, e := range ents {
 			s, d := sabs+"/"+e.name, dabs+"/"+e.name
 			fi, err := ns.lstat(s)
-			if err == nil && !o.noDeref && fi.mode&fs.ModeSymlink != 0 {
+			if err == nil && !o.noDeref && o.deref != 'H' && fi.mode&fs.ModeSymlink != 0 {
 				fi, err = ns.stat(s)
 			}
 			if err == nil {
-				err = c.copyTree(s, d, src+"/"+e.name, dst+"/"+e.name, fi, o)
+				err = c.copyTreeIn(s, d, src+"/"+e.name, dst+"/"+e.name, fi, o, append(up, sfi.ino))
 			}
 			if err != nil && first == nil {
 				first = err
@@ -236,6 +281,11 @@ func (c *cmd) copyTree(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts) er
 			fmt.Fprintf(c.out, "'%s' -> '%s'\n", src, dst)
 		}
 		return err
+	case !sfi.mode.IsRegular() && len(up) > 0:
+		// a device or pipe met while recursing (through a link to /dev):
+		// copied as the special file it is by GNU cp, never read
+		c.errorf("cannot create special file '%s': Operation not permitted", dst)
+		return syscall.EPERM
 	}
 	in, err := ns.open(sabs, O_RDONLY, 0, nil, nil, nil)
 	if err != nil {
@@ -248,7 +298,7 @@ func (c *cmd) copyTree(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts) er
 		c.errorf("cannot create regular file '%s': %s", dst, errText(err))
 		return err
 	}
-	_, err = io.Copy(out, in)
+	err = c.copyData(out, in)
 	out.Close()
 	if err != nil {
 		c.errorf("error writing '%s': %s", dst, errText(err))
@@ -726,7 +776,7 @@ done:
 			if lfi, err := c.r.sh.ns.lstat(abs); err == nil && lfi.mode&fs.ModeSymlink != 0 {
 				return
 			}
-			ents, _ := c.r.sh.ns.readDir(abs)
+			ents, _ := c.readDir(abs)
 			for _, e := range ents {
 				if e.typ&fs.ModeSymlink != 0 {
 					continue
@@ -914,4 +964,61 @@ func cmdMktemp(c *cmd) int {
 		return 0
 	}
 	return 1
+}
+
+// copyData copies a file's content block by block, stopping with the
+// call, and leaves a hole where the source reads as a block of zeros
+// (a sparse file stays sparse: its holes are not written out).
+func (c *cmd) copyData(out, in vfile) error {
+	buf := make([]byte, 128<<10)
+	var off, pos int64
+	hole := false
+	for {
+		if c.canceled() {
+			return context.Cause(c.ctx)
+		}
+		n, err := io.ReadFull(in, buf)
+		if n > 0 {
+			if allZero(buf[:n]) {
+				hole = true
+			} else {
+				if pos != off {
+					if _, err := out.Seek(off, io.SeekStart); err != nil {
+						return err
+					}
+				}
+				if _, werr := out.Write(buf[:n]); werr != nil {
+					return werr
+				}
+				pos = off + int64(n)
+				hole = false
+			}
+			off += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if hole {
+		return out.Truncate(off)
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }

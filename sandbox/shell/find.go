@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ func init() { register(cmdFind, "find") }
 
 type findCtx struct {
 	c        *cmd
+	up       []uint64 // inodes of the directories being walked
 	status   int
 	batches  map[*findNode][]string
 	now      time.Time
@@ -125,7 +127,17 @@ func (fc *findCtx) walk(expr *findNode, it findItem, minD, maxD int, follow bool
 		prune = fc.eval(expr, it) == pruneResult
 	}
 	if it.fi.IsDir() && !prune && (maxD < 0 || it.depth < maxD) {
-		ents, err := fc.c.r.sh.ns.readDir(it.abs)
+		if slices.Contains(fc.up, it.fi.ino) || len(fc.up) >= maxTreeDepth {
+			fc.c.errorf("File system loop detected; '%s' is part of the same file system loop as an ancestor", it.path)
+			fc.status = 1
+			if fc.depth && it.depth >= minD {
+				fc.eval(expr, it)
+			}
+			return
+		}
+		fc.up = append(fc.up, it.fi.ino)
+		defer func() { fc.up = fc.up[:len(fc.up)-1] }()
+		ents, err := fc.c.readDir(it.abs)
 		if err != nil {
 			fc.c.errorf("'%s': %s", it.path, errText(err))
 			fc.status = 1
@@ -238,7 +250,7 @@ func (fc *findCtx) eval(n *findNode, it findItem) findResult {
 		return b(strings.IndexByte(n.arg, t) >= 0)
 	case "empty":
 		if it.fi.IsDir() {
-			ents, _ := fc.c.r.sh.ns.readDir(it.abs)
+			ents, _ := fc.c.readDir(it.abs)
 			return b(len(ents) == 0)
 		}
 		return b(it.fi.mode.IsRegular() && it.fi.size == 0)

@@ -175,7 +175,7 @@ func (d *diffOut) stat(c change) (fileStat, error) {
 		}
 		return st, nil
 	}
-	for _, op := range lineDiff(splitKeep(string(a)), splitKeep(string(b))) {
+	for _, op := range d.g.lineDiff(splitKeep(string(a)), splitKeep(string(b))) {
 		switch op.kind {
 		case '+':
 			st.add++
@@ -393,7 +393,7 @@ func (d *diffOut) patch(c change) error {
 	}
 	fmt.Fprintf(o, "--- %s\n+++ %s\n", aName, bName)
 	la, lb := splitKeep(string(a)), splitKeep(string(b))
-	writeHunks(o, lineDiff(la, lb), la, lb, d.ctx)
+	writeHunks(o, d.g.lineDiff(la, lb), la, lb, d.ctx)
 	return nil
 }
 

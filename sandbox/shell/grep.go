@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -141,7 +142,7 @@ func compileRE(re string, extended, fold bool) (*regexp.Regexp, error) {
 
 type grepOpts struct {
 	invert, count, listFiles, listMissing, lineNum, noName, withName, onlyMatch, quiet, silent bool
-	recursive, byteOff                                                                         bool
+	recursive, deref, byteOff                                                                  bool
 	after, before, maxCount                                                                    int
 	include, exclude, excludeDir                                                               []string
 	re                                                                                         *regexp.Regexp
@@ -219,8 +220,10 @@ func cmdGrep(c *cmd) int {
 			g.quiet = true
 		case "s", "no-messages":
 			g.silent = true
-		case "r", "R", "recursive", "dereference-recursive":
+		case "r", "recursive":
 			g.recursive = true
+		case "R", "dereference-recursive":
+			g.recursive, g.deref = true, true
 		case "A", "after-context":
 			g.after = atoiOr(o.val, -1)
 		case "B", "before-context":
@@ -341,7 +344,7 @@ func cmdGrep(c *cmd) int {
 				}
 				continue
 			}
-			m, e := c.grepTree(&g, a, multi)
+			m, e := c.grepTree(&g, a, multi, []uint64{fi.ino})
 			matched = matched || m
 			errs = errs || e
 			if g.quiet && matched {
@@ -382,7 +385,9 @@ func globMatch(pats []string, name string) bool {
 	return false
 }
 
-func (c *cmd) grepTree(g *grepOpts, dir string, multi bool) (bool, bool) {
+// grepTree greps the files under dir; up are the inodes of the
+// directories it is in (with -R, a link back to one is a loop).
+func (c *cmd) grepTree(g *grepOpts, dir string, multi bool, up []uint64) (bool, bool) {
 	matched, errs := false, false
 	ents, err := c.readDir(dir)
 	if err != nil {
@@ -401,14 +406,40 @@ func (c *cmd) grepTree(g *grepOpts, dir string, multi bool) (bool, bool) {
 		} else {
 			p = strings.TrimSuffix(dir, "/") + "/" + e.name
 		}
+		isDir := e.typ.IsDir()
+		var ino uint64
 		if e.typ&fs.ModeSymlink != 0 {
-			continue // grep -r skips links found while recursing
+			if !g.deref {
+				continue // grep -r skips links found while recursing
+			}
+			fi, err := c.stat(p)
+			if err != nil {
+				continue
+			}
+			isDir, ino = fi.IsDir(), fi.ino
+			if !isDir && !fi.mode.IsRegular() {
+				continue // devices are skipped when recursing
+			}
+		} else if e.typ&(fs.ModeDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0 {
+			continue
+		} else if isDir {
+			fi, err := c.lstat(p)
+			if err != nil {
+				continue
+			}
+			ino = fi.ino
 		}
-		if e.typ.IsDir() {
+		if isDir {
 			if globMatch(g.excludeDir, e.name) {
 				continue
 			}
-			m, er := c.grepTree(g, p, multi)
+			if slices.Contains(up, ino) || len(up) >= maxTreeDepth {
+				if !g.silent {
+					c.errorf("%s: warning: recursive directory loop", p)
+				}
+				continue
+			}
+			m, er := c.grepTree(g, p, multi, append(up[:len(up):len(up)], ino))
 			matched, errs = matched || m, errs || er
 			continue
 		}
@@ -530,7 +561,7 @@ func (c *cmd) grepReader(g *grepOpts, r io.Reader, name string, multi bool) (boo
 		if g.maxCount >= 0 && count >= g.maxCount && afterLeft == 0 {
 			break
 		}
-		line, err := br.ReadString('\n')
+		line, err := c.readLine(br)
 		if line == "" && err != nil {
 			if err == io.EOF {
 				break

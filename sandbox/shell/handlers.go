@@ -17,6 +17,8 @@ import (
 
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/computerfs/computerfs/kv"
 )
 
 // Namespace operations on absolute, cleaned paths.
@@ -130,8 +132,15 @@ func (n *namespace) open(abs string, flag int, perm uint32, in io.Reader, out, e
 		}
 		return nil, syscall.EISDIR
 	}
-	return b.open(rel, flag, perm)
+	return b.open(rel, flag, perm&^noSetID)
 }
+
+// noSetID are the mode bits the fast path never sets on a file: the
+// agent's files must never be setuid or setgid programs (of root, on the
+// mount), and sticky means nothing on a file. As an unprivileged user on
+// a nosuid mount would see it, chmod, cp -p, install and tar succeed and
+// the bits are not kept. A directory keeps setgid and sticky.
+const noSetID = kv.S_ISUID | kv.S_ISGID | kv.S_ISVTX
 
 // two paths on one backend, or EXDEV.
 func (n *namespace) pair(a, b string) (backend, string, string, error) {
@@ -178,7 +187,7 @@ func (n *namespace) mkdir(abs string, perm uint32) error {
 	if err != nil {
 		return err
 	}
-	return b.mkdir(rel, perm)
+	return b.mkdir(rel, perm&^kv.S_ISUID)
 }
 
 func (n *namespace) remove(abs string) error {
@@ -238,6 +247,17 @@ func (n *namespace) chmod(abs string, mode uint32) error {
 	if virt {
 		return syscall.EPERM
 	}
+	if mode&noSetID != 0 {
+		fi, err := b.stat(rel)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			mode &^= kv.S_ISUID
+		} else {
+			mode &^= noSetID
+		}
+	}
 	return b.chmod(rel, mode)
 }
 
@@ -289,9 +309,22 @@ func (r *run) statHandler(ctx context.Context, p string, follow bool) (fs.FileIn
 func (r *run) readDirHandler(ctx context.Context, p string) ([]fs.DirEntry, error) {
 	hc := interp.HandlerCtx(ctx)
 	abs := absPath(hc.Dir, p)
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	ents, err := r.sh.ns.readDir(abs)
 	if err != nil {
 		return nil, &os.PathError{Op: "readdir", Path: p, Err: errno(err)}
+	}
+	// A glob like loop/*/*/*/*/*/* through links that loop lists the
+	// same directories without end: what one expansion lists is the
+	// call's memory until the command it makes has run.
+	if r.mem.limit > 0 {
+		n := r.globbed.Add(int64(len(ents)) * int64(len(abs)+48))
+		if r.mem.over(n) {
+			r.mem.exceed("glob")
+			return nil, errMemoryLimit
+		}
 	}
 	out := make([]fs.DirEntry, len(ents))
 	for i, e := range ents {
@@ -333,6 +366,24 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		r.cancel(errNesting)
 		return nil, errNesting
 	}
+	hc := interp.HandlerCtx(ctx)
+	r.globbed.Store(0)
+	if r.mem.limit > 0 {
+		// what the interpreter holds: its variables, and the output
+		// of $(...) being captured
+		v := varsSize(hc.Env)
+		r.mem.vars.Store(v)
+		if sb, ok := hc.Stdout.(*strings.Builder); ok {
+			v += int64(sb.Len())
+		}
+		for _, a := range args {
+			v += int64(len(a))
+		}
+		if r.mem.used.Load()+r.mem.est.Load()+v > r.mem.limit {
+			r.mem.exceed(args[0])
+			return nil, errMemoryLimit
+		}
+	}
 	switch args[0] {
 	case "type":
 		return append([]string{typeCmd, "type"}, args[1:]...), nil
@@ -349,6 +400,9 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		return append([]string{printfCmd}, args[1:]...), nil
 	case "eval":
 		src := strings.Join(args[1:], " ")
+		if msg := scriptTooBig(src, r.mem.limit); msg != "" {
+			return []string{errorCmd, "2", "bash: eval: " + msg}, nil
+		}
 		f, err := parse(src)
 		if err != nil {
 			return args, nil // the builtin reports it
@@ -365,15 +419,18 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		if len(args) < 2 {
 			return args, nil
 		}
-		hc := interp.HandlerCtx(ctx)
 		f, err := r.sh.ns.open(absPath(hc.Dir, args[1]), O_RDONLY, 0, nil, nil, nil)
 		if err != nil {
 			return []string{errorCmd, "1", fmt.Sprintf("bash: %s: %s", args[1], errText(err))}, nil
 		}
-		data, err := io.ReadAll(io.LimitReader(f, 16<<20))
+		max := maxScriptBytes(r.mem.limit)
+		data, err := io.ReadAll(io.LimitReader(stoppableReader{f, ctx}, max+1))
 		f.Close()
 		if err != nil {
 			return []string{errorCmd, "1", fmt.Sprintf("bash: %s: %s", args[1], errText(err))}, nil
+		}
+		if int64(len(data)) > max {
+			return []string{errorCmd, "2", fmt.Sprintf("bash: %s: file is over the fast path's limit of %d bytes for a sourced script", args[1], max)}, nil
 		}
 		return r.callHandler(ctx, []string{"eval", string(data)})
 	}

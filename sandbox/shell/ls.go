@@ -152,7 +152,7 @@ func (c *cmd) lsDir(abs, shown string, o *lsOpts, header bool) int {
 	if header {
 		fmt.Fprintf(c.out, "%s:\n", shown)
 	}
-	ents, err := c.r.sh.ns.readDir(abs)
+	ents, err := c.readDir(abs)
 	if err != nil {
 		c.errorf("cannot open directory '%s': %s", shown, errText(err))
 		return 2
@@ -425,7 +425,7 @@ func cmdTree(c *cmd) int {
 		if depth >= 0 && level >= depth {
 			return
 		}
-		ents, err := c.r.sh.ns.readDir(abs)
+		ents, err := c.readDir(abs)
 		if err != nil {
 			return
 		}
@@ -574,7 +574,7 @@ func cmdDu(c *cmd) int {
 		}
 		n := size(fi)
 		if fi.IsDir() {
-			ents, _ := c.r.sh.ns.readDir(abs)
+			ents, _ := c.readDir(abs)
 			for _, e := range ents {
 				n += walk(strings.TrimSuffix(abs, "/")+"/"+e.name, strings.TrimSuffix(shown, "/")+"/"+e.name, depth+1)
 			}

@@ -37,6 +37,9 @@ func cmdPrintf(c *cmd) int {
 	format := args[0]
 	for {
 		used := len(p.args)
+		if c.canceled() {
+			return 1 // the format is reused for every argument: stop with the call
+		}
 		if !p.format(format) {
 			break
 		}

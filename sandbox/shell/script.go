@@ -234,6 +234,10 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 		fmt.Fprintf(c.stderr, "bash: %s: maximum script nesting level exceeded (%d)\n", name, maxScriptDepth)
 		return 126
 	}
+	if msg := scriptTooBig(string(src), r.mem.limit); msg != "" {
+		fmt.Fprintf(c.stderr, "%s: %s\n", name, msg)
+		return 2
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(src), name)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s: %v\n", name, strings.TrimPrefix(err.Error(), name+":"))
@@ -252,7 +256,7 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 		vars = append(vars, "BASH_SOURCE="+name)
 	}
 	env := &startEnv{Environ: expand.ListEnviron(vars...), resetting: true}
-	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1, pipes: r.pipes}
+	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1, pipes: r.pipes, mem: r.mem, inflight: r.inflight}
 	stdout := c.stdout
 	if stdout == nil {
 		stdout = c.out

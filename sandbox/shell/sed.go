@@ -620,6 +620,7 @@ func cmdSed(c *cmd) int {
 // lineReader reads lines from several inputs as one stream, and knows
 // whether a line is the last.
 type lineReader struct {
+	c       *cmd
 	rs      []io.Reader
 	br      *bufio.Reader
 	next    string
@@ -637,7 +638,7 @@ func (l *lineReader) fill() {
 			l.br = bufio.NewReaderSize(l.rs[0], 64<<10)
 			l.rs = l.rs[1:]
 		}
-		s, err := l.br.ReadString('\n')
+		s, err := l.c.readLine(l.br)
 		if s != "" {
 			l.next, l.hasNext = strings.TrimSuffix(s, "\n"), true
 			l.nextNL = strings.HasSuffix(s, "\n")
@@ -659,7 +660,7 @@ func (l *lineReader) read() (string, bool, bool) {
 }
 
 func (st *sedState) run(rs []io.Reader) {
-	lr := &lineReader{rs: rs}
+	lr := &lineReader{c: st.c, rs: rs}
 	lr.fill()
 	for !st.quit {
 		ps, nl, ok := lr.read()
@@ -769,9 +770,21 @@ func (st *sedState) cycle(ps string, nl bool, lr *lineReader) {
 	autoprint := !st.quiet
 	pc := 0
 	restart := false
+	steps := 0
 	for pc < len(st.cmds) {
 		cm := st.cmds[pc]
 		last := !lr.hasNext
+		// a branch loop (:a;ba) must stop with the call, and the
+		// pattern and hold spaces are the call's memory
+		if steps++; steps&1023 == 0 && st.c.canceled() {
+			st.quit = true
+			return
+		}
+		if n := int64(len(ps) + len(st.hold)); n > 1<<20 && st.c.r.mem.over(2*n) {
+			st.c.r.mem.exceed(st.c.name)
+			st.quit = true
+			return
+		}
 		if cm.name == '}' || cm.name == ':' {
 			pc++
 			continue

@@ -55,6 +55,10 @@ type Options struct {
 	UID, GID uint32
 	// TmpLimit bounds the bytes held in /tmp (default 256 MiB).
 	TmpLimit int64
+	// MaxMemory is the memory budget of each call whose
+	// ExecOptions.MaxMemory is 0 (default DefaultMaxMemory; negative: no
+	// limit). See ExecOptions.MaxMemory.
+	MaxMemory int64
 	// Now, if set, replaces the clock for date (tests).
 	Now func() time.Time
 }
@@ -83,10 +87,11 @@ type ExecOptions struct {
 	// (then it is stopped with status 125). 0 means DefaultMaxCommands,
 	// negative no limit.
 	MaxCommands int64
-	// MaxMemory bounds how far the daemon's heap may grow while the
-	// script runs; past it the script is stopped (status 125). 0 means
-	// DefaultMaxMemory, negative no limit. The heap is the process's:
-	// see memWatch.
+	// MaxMemory is the call's memory budget: what its built-ins,
+	// variables and engines hold (see limits.go); past it the call is
+	// stopped (status 125, "memory limit") with a message on stderr, and
+	// the calls that run at the same time go on. 0 means
+	// Options.MaxMemory, negative no limit.
 	MaxMemory int64
 }
 
@@ -109,8 +114,8 @@ type Result struct {
 	// Truncated reports that output went past MaxOutput and was cut.
 	Truncated bool
 	// Stopped says why the script was stopped early: "timeout", "output
-	// limit", "command limit", "nesting limit" (a runaway recursion),
-	// "canceled", or "" if it ran to its end.
+	// limit", "command limit", "memory limit", "nesting limit" (a
+	// runaway recursion), "canceled", or "" if it ran to its end.
 	Stopped string
 }
 
@@ -151,6 +156,7 @@ var (
 	errOutputLimit  = errors.New("output limit reached")
 	errCommandLimit = errors.New("command limit reached")
 	errNesting      = errors.New("maximum function nesting level exceeded")
+	errCallEnded    = errors.New("the call has ended")
 )
 
 // run is the state of one Exec.
@@ -161,8 +167,11 @@ type run struct {
 	commands *atomic.Int64 // shared with the scripts the run starts
 	maxCmds  int64
 	out      *limitWriter
-	depth    int        // of nested scripts (sh x.sh, ./x.sh)
-	pipes    *pipeTable // of process substitutions, shared with nested scripts
+	depth    int          // of nested scripts (sh x.sh, ./x.sh)
+	pipes    *pipeTable   // of process substitutions, shared with nested scripts
+	mem      *memBudget   // shared with nested scripts
+	globbed  atomic.Int64 // bytes listed by globs since the last command
+	inflight *flight      // built-ins running, of this call and its nested scripts
 }
 
 // Exec runs the script command. The error is for a failure of the shell
@@ -185,6 +194,19 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	lw := &limitWriter{max: max}
 	outW, errW := lw.writer(stdout), lw.writer(stderr)
 
+	maxMem := opts.MaxMemory
+	if maxMem == 0 {
+		maxMem = s.opts.MaxMemory
+	}
+	if maxMem == 0 {
+		maxMem = DefaultMaxMemory
+	}
+	if msg := scriptTooBig(command, maxMem); msg != "" {
+		fmt.Fprintf(errW, "bash: %s\n", msg)
+		res.ExitCode, res.Duration = ExitLimit, time.Since(start)
+		res.Stopped = "memory limit"
+		return res, nil
+	}
 	file, err := parse(command)
 	if err != nil {
 		fmt.Fprintf(errW, "bash: %v\n", err)
@@ -222,22 +244,20 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		defer c2()
 	}
 	lw.onFull = func() { cancel(errOutputLimit) }
-	if maxMem := opts.MaxMemory; maxMem >= 0 {
-		if maxMem == 0 {
-			maxMem = DefaultMaxMemory
-		}
-		defer watch.add(uint64(maxMem), func() { cancel(errMemoryLimit) })()
+	mem := newBudget(maxMem, func() { cancel(errMemoryLimit) })
+	if maxMem > 0 {
+		defer watch.add(mem)()
 	}
 
-	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}}
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem, inflight: &flight{}}
 	if r.maxCmds == 0 {
 		r.maxCmds = DefaultMaxCommands
 	}
 	pid := s.pid.Add(1)
 	env := &startEnv{Environ: expand.ListEnviron(s.environ(opts.Env, pid)...), resetting: true}
-	stdin := opts.Stdin
-	if stdin == nil {
-		stdin = strings.NewReader("")
+	var stdin io.Reader = strings.NewReader("")
+	if opts.Stdin != nil {
+		stdin = &callerStdin{r: opts.Stdin, ctx: ctx}
 	}
 	runner, err := r.newRunner(env, stdin, outW, errW)
 	if err != nil {
@@ -248,15 +268,21 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	env.resetting = false
 
 	err = runner.Run(ctx, file)
+	cause := context.Cause(ctx)
+	// Background jobs (cmd &) end with the call, as the sandbox's do
+	// when its exec ends: none may go on running, or writing, after
+	// the call has returned.
 	r.pipes.finish(5 * time.Second)
+	cancel(errCallEnded)
+	r.inflight.wait(5 * time.Second)
 	lw.close()
 	res.Duration = time.Since(start)
 	res.Truncated = lw.truncated()
-	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errOutputLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "output limit"
 	case errors.Is(cause, errMemoryLimit):
+		fmt.Fprintf(stderr, "bash: %s\n", mem.message()) // errW is closed by now
 		res.ExitCode, res.Stopped = ExitLimit, "memory limit"
 	case errors.Is(cause, errCommandLimit) || errors.Is(err, errCommandLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "command limit"
@@ -340,7 +366,31 @@ func (e *startEnv) Get(name string) expand.Variable {
 	if name == "TMPDIR" && e.resetting {
 		return expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: noFifoDir}
 	}
-	return e.Environ.Get(name)
+	if user, ok := strings.CutPrefix(name, "HOME "); ok {
+		return e.home(user)
+	}
+	vr := e.Environ.Get(name)
+	if e.resetting && !vr.IsSet() {
+		// The interpreter would fill these in from the daemon's
+		// process (its home, its uid): a nested script whose caller
+		// unset them gets them empty instead.
+		switch name {
+		case "HOME", "UID", "EUID", "GID":
+			return expand.Variable{Set: true, Kind: expand.String}
+		}
+	}
+	return vr
+}
+
+// home answers ~user, which the interpreter would look up in the host's
+// user database: the workspace's user (whoami) has the workspace as its
+// home; any other name is no user, and ~name stays as it is, as bash
+// leaves the tilde of an unknown user.
+func (e *startEnv) home(user string) expand.Variable {
+	if user == e.Environ.Get("USER").String() {
+		return expand.Variable{Set: true, Kind: expand.String, Str: wsRoot}
+	}
+	return expand.Variable{Set: true, Kind: expand.String, Str: "~" + user}
 }
 
 func (e *startEnv) Each(fn func(string, expand.Variable) bool) {
@@ -350,6 +400,18 @@ func (e *startEnv) Each(fn func(string, expand.Variable) bool) {
 		}
 		return fn(name, vr)
 	})
+}
+
+// scriptTooBig says why a script cannot be parsed on a call with the
+// given memory budget, or "".
+func scriptTooBig(src string, limit int64) string {
+	if max := maxScriptBytes(limit); int64(len(src)) > max {
+		return fmt.Sprintf("script of %d bytes is over the fast path's limit of %d bytes for a call's memory budget of %s", len(src), max, sizeText(limit))
+	}
+	if tooNested(src) {
+		return fmt.Sprintf("script nests deeper than the fast path's limit of %d levels", maxNesting)
+	}
+	return ""
 }
 
 func parse(command string) (*syntax.File, error) {
@@ -373,9 +435,19 @@ func unsupported(f *syntax.File) string {
 	return what
 }
 
-// rewriteSpecial makes $$ and $PPID read the stand-in variables.
+// rewriteSpecial makes $$ and $PPID read the stand-in variables, and
+// $(<file) run /bin/cat (the built-in, whatever functions say): the interpreter would copy the file into memory
+// itself, with no bound (x=$(</dev/zero)); cat's output in $(...) counts
+// against the call's memory budget.
 func rewriteSpecial(f syntax.Node) {
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if cs, ok := n.(*syntax.CmdSubst); ok && len(cs.Stmts) == 1 {
+			st := cs.Stmts[0]
+			if st.Cmd == nil && !st.Negated && !st.Background && !st.Coprocess && !st.Disown &&
+				len(st.Redirs) == 1 && st.Redirs[0].Op == syntax.RdrIn {
+				st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: "/bin/cat"}}}}}
+			}
+		}
 		if pe, ok := n.(*syntax.ParamExp); ok && pe.Param != nil {
 			switch pe.Param.Value {
 			case "$":
@@ -438,4 +510,18 @@ func (s *limitedStream) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
 	lw.n += int64(n)
 	return n, err
+}
+
+// flight counts the built-ins that run for a call.
+type flight struct{ n atomic.Int64 }
+
+func (f *flight) add()  { f.n.Add(1) }
+func (f *flight) done() { f.n.Add(-1) }
+
+// wait waits until none runs, at most max.
+func (f *flight) wait(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for f.n.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -654,7 +654,7 @@ func (w *tarWalk) add(abs, name string, top bool) {
 	if !fi.IsDir() {
 		return
 	}
-	ents, err := c.r.sh.ns.readDir(abs)
+	ents, err := c.readDir(abs)
 	if err != nil {
 		t.warn("%s: Cannot open: %s", name, errText(err))
 		return

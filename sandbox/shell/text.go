@@ -77,7 +77,7 @@ func cmdSort(c *cmd) int {
 	}
 	var lines []string
 	status := c.eachInput(files, func(name string, r io.Reader) error {
-		ls, err := readLines(r)
+		ls, err := c.readLines(r)
 		for _, l := range ls {
 			lines = append(lines, strings.TrimSuffix(l, "\n"))
 		}
@@ -361,7 +361,7 @@ func cmdUniq(c *cmd) int {
 	}
 	var lines []string
 	status := c.eachInput(in, func(name string, r io.Reader) error {
-		ls, err := readLines(r)
+		ls, err := c.readLines(r)
 		for _, l := range ls {
 			lines = append(lines, strings.TrimSuffix(l, "\n"))
 		}
@@ -492,7 +492,7 @@ func cmdCut(c *cmd) int {
 	return c.eachInput(files, func(name string, r io.Reader) error {
 		br := bufio.NewReader(r)
 		for {
-			l, err := br.ReadString('\n')
+			l, err := c.readLine(br)
 			if l == "" && err != nil {
 				if err == io.EOF {
 					return nil
@@ -660,7 +660,7 @@ func cmdTr(c *cmd) int {
 			sqSet[r] = true
 		}
 	}
-	data, err := io.ReadAll(c.stdin)
+	data, err := c.readAll(c.stdin)
 	if err != nil {
 		return 1
 	}
@@ -840,7 +840,7 @@ func cmdBase64(c *cmd) int {
 		return 1
 	}
 	return c.eachInput(files, func(name string, r io.Reader) error {
-		data, err := io.ReadAll(r)
+		data, err := c.readAll(r)
 		if err != nil {
 			return err
 		}
@@ -904,7 +904,7 @@ func cmdHash(c *cmd) int {
 	if check {
 		status := 0
 		c.eachInput(files, func(name string, r io.Reader) error {
-			lines, _ := readLines(r)
+			lines, _ := c.readLines(r)
 			for _, l := range lines {
 				sum, file, ok := strings.Cut(strings.TrimSuffix(l, "\n"), "  ")
 				if !ok {
@@ -1020,7 +1020,7 @@ run:
 	if len(args) == 0 {
 		args = []string{"echo"}
 	}
-	data, err := io.ReadAll(c.stdin)
+	data, err := c.readAll(c.stdin)
 	if err != nil {
 		return 1
 	}

@@ -1,0 +1,226 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// memBombs each try to take the daemon's memory from one call.
+var memBombs = []string{
+	`jq -n '[range(1e9)]'`,
+	`jq -n '"x" * 1e9'`,
+	`jq -n '"xxxxxxxxxx" * 30000000 | length'`,
+	`jq -n '[limit(1e9; repeat(1))]'`,
+	`jq -n 'reduce range(1e9) as $i ([]; .+[$i])'`,
+	`jq -n '[range(1e7)] | tostream' > /dev/null`,
+	`jq -n 'reduce range(40) as $i ("x"; . + .) | length'`,
+	`seq 1000000 | jq -sR '[splits("\n")] | [.[] | . * 100]'`,
+	`awk 'BEGIN{while(1) s=s s "x"}'`,
+	`awk 'BEGIN{for(;;) a[i++]=i}'`,
+	`awk 'BEGIN{x=sprintf("%1000000000d", 1); print length(x)}'`,
+	`awk 'BEGIN{while(1) printf "%*d", 1000000000, 1}'`,
+	`x=$(cat /dev/zero)`,
+	`x=$(yes)`,
+	`x=a; while :; do x=$x$x; done`,
+	`x=aaaaaaaaaa; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x`,
+	`a=(); while :; do a+=(xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx); done`,
+	`x=$(head -c 200000000 /dev/zero | tr '\0' a); echo ${#x}`,
+	`x=$(head -c 100000000 /dev/zero | tr '\0' a); eval "$x"`,
+	`eval "$(head -c 100000000 /dev/zero | tr '\0' a)"`,
+	`x=$(printf '%01000000d' {1..2000})`,
+	`printf -v x '%01000000d' {1..2000}; echo ${#x}`,
+	`x=$(seq 100000000)`,
+	`sort /dev/zero`,
+	`yes | sort`,
+	`tac /dev/zero`,
+	`grep x /dev/zero`,
+	`sed 'H;$!d' /dev/zero`,
+	`echo x | sed ':a;p;H;G;ba' > /dev/null`,
+	`diff /dev/zero /dev/zero`,
+	`uniq /dev/zero`,
+	`head -c 2000000000 /dev/zero | gzip -1 | gunzip | sort`,
+	`cat <(yes) | tac`,
+	`echo loop/*/*/*/*/*/*/*/*/*/*/*/*/*/*/*/*/*/*/*/*`,
+	`x=$(yes | head -c 50000000); y=${x//y/yyyyyyyyyyyyyyyyyyyyyyyy}`,
+	`base64 /dev/zero | tac`,
+	`md5sum $(yes /dev/null | head -n 10000000)`,
+}
+
+// TestMemoryBombs runs every bomb in a child test process held in a
+// memory cgroup (so that a bomb that gets through kills the child, not
+// the machine), each next to an innocent script that must not be
+// stopped. Each bomb must be stopped for its memory, the child's Go heap
+// must stay far below what the bombs ask for, and the child must live.
+func TestMemoryBombs(t *testing.T) {
+	if os.Getenv("COMPUTERFS_MEMBOMB_CHILD") == "1" {
+		memBombChild(t)
+		return
+	}
+	cg, remove := memCgroup(t, 4<<30)
+	defer remove()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryBombs$", "-test.v", "-test.count=1", "-test.timeout=20m")
+	cmd.Env = append(os.Environ(), "COMPUTERFS_MEMBOMB_CHILD=1", "COMPUTERFS_MEMBOMB_CGROUP="+cg)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	stdin.Write([]byte("go\n")) // in the cgroup now
+	stdin.Close()
+	err = cmd.Wait()
+	t.Logf("child:\n%s", lastLines(out.String(), 80))
+	if err != nil {
+		t.Fatalf("the child test died or failed: %v (%s)", err, cmd.ProcessState)
+	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// memCgroup makes a memory cgroup below the test's own (v1 or v2) with
+// the given limit.
+func memCgroup(t *testing.T, limit int64) (string, func()) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("computerfs-membomb-%d", os.Getpid())
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var dir, limitFile string
+		switch {
+		case parts[1] == "memory":
+			dir, limitFile = filepath.Join("/sys/fs/cgroup/memory", parts[2], name), "memory.limit_in_bytes"
+		case parts[0] == "0" && parts[1] == "":
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+				continue
+			}
+			dir, limitFile = filepath.Join("/sys/fs/cgroup", parts[2], name), "memory.max"
+		default:
+			continue
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatalf("memory cgroup: %v", err)
+		}
+		remove := func() {
+			for i := 0; i < 50; i++ {
+				if os.Remove(dir) == nil {
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			t.Errorf("cgroup %s stays", dir)
+		}
+		if err := os.WriteFile(filepath.Join(dir, limitFile), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+			remove()
+			t.Fatalf("memory cgroup limit: %v", err)
+		}
+		return dir, remove
+	}
+	t.Fatal("no memory cgroup controller")
+	return "", nil
+}
+
+func memBombChild(t *testing.T) {
+	// wait until the parent has put this process in the cgroup
+	buf := make([]byte, 3)
+	os.Stdin.Read(buf)
+	cg := os.Getenv("COMPUTERFS_MEMBOMB_CGROUP")
+	data, _ := os.ReadFile("/proc/self/cgroup")
+	if !strings.Contains(string(data), filepath.Base(cg)) {
+		t.Fatalf("not in the cgroup %s: %s", cg, data)
+	}
+	s, fs := newShell(t)
+	setupRunaways(t, fs)
+	if err := fs.WriteFile("data", []byte(strings.Repeat("line\n", 20000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var peak atomic.Uint64
+	stopSampling := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+		}
+	}()
+	defer func() {
+		close(stopSampling)
+		wg.Wait()
+	}()
+	const budget = 256 << 20
+	for _, bomb := range memBombs {
+		peak.Store(0)
+		var innocent, bombOut bytes.Buffer
+		var ires, bres Result
+		var ierr, berr error
+		var iw sync.WaitGroup
+		iw.Add(1)
+		ctx, stopInnocent := context.WithCancel(context.Background())
+		go func() {
+			defer iw.Done()
+			ires, ierr = s.Exec(ctx, `n=0; while [ $n -lt 40 ]; do sort data | uniq -c > /dev/null; x=$(cat data); n=$((n+1)); sleep 0.05; done; echo done ${#x}`,
+				ExecOptions{Stdout: &innocent, Stderr: &innocent, Timeout: 5 * time.Minute})
+		}()
+		start := time.Now()
+		bres, berr = s.Exec(context.Background(), bomb, ExecOptions{Stdout: &bombOut, Stderr: &bombOut, Timeout: 60 * time.Second, MaxOutput: 1 << 20})
+		took := time.Since(start)
+		iw.Wait()
+		stopInnocent()
+		p := peak.Load()
+		t.Logf("%-60.60s %-14s %5.1fs peak heap %4d MiB  %.100q", bomb, bres.Stopped, took.Seconds(), p>>20, strings.TrimSpace(bombOut.String()))
+		if berr != nil || bres.ExitCode == 0 {
+			t.Errorf("%s: not stopped: %v %+v", bomb, berr, bres)
+		}
+		if bres.Stopped != "memory limit" && !strings.Contains(bombOut.String(), "limit") {
+			t.Errorf("%s: stopped as %q, not for its memory: %q", bomb, bres.Stopped, bombOut.String())
+		}
+		if bres.Stopped == "memory limit" && !strings.Contains(bombOut.String(), "memory limit of 256 MiB per call exceeded") {
+			t.Errorf("%s: no clear message: %q", bomb, bombOut.String())
+		}
+		if p > 3*budget+128<<20 {
+			t.Errorf("%s: the heap reached %d MiB for a budget of %d MiB", bomb, p>>20, budget>>20)
+		}
+		if ierr != nil || ires.ExitCode != 0 || !strings.HasPrefix(innocent.String(), "done 99999") {
+			t.Errorf("%s: the innocent call next to it was stopped: %v %+v %q", bomb, ierr, ires, innocent.String())
+		}
+	}
+}
