@@ -36,7 +36,8 @@ Usage:
   computerfs log -w MOUNTPOINT | --store DIR        the journal of changes (--since, --path, --json, --follow;
                                                     --tools: the audit of agent tool calls)
   computerfs exec -w MOUNTPOINT -- 'COMMAND'        run a shell command in the daemon, on the store
-  computerfs mcp -w MOUNTPOINT [--listen ADDR]      serve the agent tools over MCP (stdio, or HTTP with a bearer token)
+  computerfs mcp -w MOUNTPOINT [--listen ADDR]      serve the agent tools over MCP (stdio, or HTTP with a bearer token:
+                                                    plain on loopback only, else --tls-cert/--tls-key)
   computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
   computerfs fsck --store DIR                       check a store's consistency (not while mounted)
   computerfs bench [flags] NAME=DIR...              benchmark directories against each other
