@@ -91,7 +91,7 @@ type memBudget struct {
 	used  atomic.Int64 // held by running built-ins now
 	vars  atomic.Int64 // size of the variables at the last command
 	est   atomic.Int64 // the watchdog's estimate of what engines hold
-	steps atomic.Int64 // steps of the engines that run (see engineCtx)
+	steps atomic.Int64 // steps of the engines (see engineCtx) or commands run since the last tick
 	eng   atomic.Int32 // engines running now
 	once  sync.Once
 	what  atomic.Value // string: what crossed the limit
@@ -121,10 +121,11 @@ func (b *memBudget) over(n int64) bool {
 // message is what the call prints when it was stopped for its memory.
 func (b *memBudget) message() string {
 	what, _ := b.what.Load().(string)
-	if what == "" {
-		what = "bash"
+	msg := fmt.Sprintf("memory limit of %s per call exceeded", sizeText(b.limit))
+	if what != "" {
+		msg += " (in " + what + ")"
 	}
-	return fmt.Sprintf("%s: memory limit of %s per call exceeded", what, sizeText(b.limit))
+	return msg
 }
 
 func sizeText(n int64) string {
@@ -465,7 +466,8 @@ func (w *memWatch) tick() bool {
 }
 
 // attribute gives heap growth to the calls whose engines ran in the last
-// tick, by the steps they made; if none did, to every call.
+// tick, by the steps they made; if none did, to every call, by the
+// commands each ran.
 func (w *memWatch) attribute(delta int64) {
 	var weights []int64
 	var calls []*memBudget
@@ -479,9 +481,11 @@ func (w *memWatch) attribute(delta int64) {
 		total += wt
 	}
 	if len(calls) == 0 {
+		// the interpreters' own expansions: by the commands each ran
 		for b := range w.calls {
-			weights, calls = append(weights, 1), append(calls, b)
-			total++
+			wt := 1 + b.steps.Load()
+			weights, calls = append(weights, wt), append(calls, b)
+			total += wt
 		}
 	}
 	for i, b := range calls {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,6 @@ var memBombs = []string{
 	`jq -n '"x" * 1e9'`,
 	`jq -n '"xxxxxxxxxx" * 30000000 | length'`,
 	`jq -n '[limit(1e9; repeat(1))]'`,
-	`jq -n 'reduce range(1e9) as $i ([]; .+[$i])'`,
 	`jq -n '[range(1e7)] | tostream' > /dev/null`,
 	`jq -n 'reduce range(40) as $i ("x"; . + .) | length'`,
 	`seq 1000000 | jq -sR '[splits("\n")] | [.[] | . * 100]'`,
@@ -34,7 +34,7 @@ var memBombs = []string{
 	`x=$(yes)`,
 	`x=a; while :; do x=$x$x; done`,
 	`x=aaaaaaaaaa; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x`,
-	`a=(); while :; do a+=(xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx); done`,
+	`x=$(seq 10000000); a=($x); b=($x); c=($x); echo ${#a[@]}`,
 	`x=$(head -c 200000000 /dev/zero | tr '\0' a); echo ${#x}`,
 	`x=$(head -c 100000000 /dev/zero | tr '\0' a); eval "$x"`,
 	`eval "$(head -c 100000000 /dev/zero | tr '\0' a)"`,
@@ -67,12 +67,16 @@ func TestMemoryBombs(t *testing.T) {
 		memBombChild(t)
 		return
 	}
-	cg, remove := memCgroup(t, 4<<30)
+	limit := int64(4 << 30)
+	if raceEnabled {
+		limit = 10 << 30 // the race detector's shadow memory comes on top
+	}
+	cg, remove := memCgroup(t, limit)
 	defer remove()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryBombs$", "-test.v", "-test.count=1", "-test.timeout=20m")
 	cmd.Env = append(os.Environ(), "COMPUTERFS_MEMBOMB_CHILD=1", "COMPUTERFS_MEMBOMB_CGROUP="+cg)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, os.Stderr), io.MultiWriter(&out, os.Stderr)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -88,18 +92,9 @@ func TestMemoryBombs(t *testing.T) {
 	stdin.Write([]byte("go\n")) // in the cgroup now
 	stdin.Close()
 	err = cmd.Wait()
-	t.Logf("child:\n%s", lastLines(out.String(), 80))
 	if err != nil {
 		t.Fatalf("the child test died or failed: %v (%s)", err, cmd.ProcessState)
 	}
-}
-
-func lastLines(s string, n int) string {
-	l := strings.Split(s, "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }
 
 // memCgroup makes a memory cgroup below the test's own (v1 or v2) with
@@ -201,7 +196,7 @@ func memBombChild(t *testing.T) {
 				ExecOptions{Stdout: &innocent, Stderr: &innocent, Timeout: 5 * time.Minute})
 		}()
 		start := time.Now()
-		bres, berr = s.Exec(context.Background(), bomb, ExecOptions{Stdout: &bombOut, Stderr: &bombOut, Timeout: 60 * time.Second, MaxOutput: 1 << 20})
+		bres, berr = s.Exec(context.Background(), bomb, ExecOptions{Stdout: &bombOut, Stderr: &bombOut, Timeout: 30 * time.Second, MaxOutput: 1 << 20})
 		took := time.Since(start)
 		iw.Wait()
 		stopInnocent()
