@@ -369,7 +369,6 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 	hc := interp.HandlerCtx(ctx)
 	r.globbed.Store(0)
 	if r.mem.limit > 0 {
-		r.mem.steps.Add(1)
 		// what the interpreter holds: its variables, and the output
 		// of $(...) being captured
 		v := varsSize(hc.Env)
