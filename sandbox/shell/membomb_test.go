@@ -25,9 +25,9 @@ import (
 // properties for every other bomb.
 var estimated = map[string]bool{
 	`x=aaaaaaaaaa; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x$x$x`: true,
-	`x=$(seq 10000000); a=($x); b=($x); c=($x); echo ${#a[@]}`: true,
-	`x=$(head -c 200000000 /dev/zero | tr '\0' a); echo ${#x}`: true,
-	`x=$(head -c 100000000 /dev/zero | tr '\0' a); eval "$x"`: true,
+	`x=$(seq 10000000); a=($x); b=($x); c=($x); echo ${#a[@]}`:        true,
+	`x=$(head -c 200000000 /dev/zero | tr '\0' a); echo ${#x}`:        true,
+	`x=$(head -c 100000000 /dev/zero | tr '\0' a); eval "$x"`:         true,
 	`x=$(yes | head -c 50000000); y=${x//y/yyyyyyyyyyyyyyyyyyyyyyyy}`: true,
 	`tac /dev/zero`: true,
 }
