@@ -216,6 +216,9 @@ func (c *cmd) readLine(br *bufio.Reader) (string, error) {
 	buf := append([]byte(nil), line...)
 	charged := int64(0)
 	for err == bufio.ErrBufferFull {
+		if c.canceled() {
+			return "", context.Cause(c.ctx)
+		}
 		if int64(cap(buf)) > charged {
 			if !c.grow(int64(cap(buf)) - charged) {
 				return "", errMemoryLimit
@@ -224,6 +227,9 @@ func (c *cmd) readLine(br *bufio.Reader) (string, error) {
 		}
 		line, err = br.ReadSlice('\n')
 		buf = append(buf, line...)
+	}
+	if err != nil && c.canceled() {
+		return "", err // not a line to work on: the call is being stopped
 	}
 	return string(buf), err
 }
