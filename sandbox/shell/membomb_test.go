@@ -29,7 +29,8 @@ var estimated = map[string]bool{
 	`x=$(head -c 200000000 /dev/zero | tr '\0' a); echo ${#x}`:        true,
 	`x=$(head -c 100000000 /dev/zero | tr '\0' a); eval "$x"`:         true,
 	`x=$(yes | head -c 50000000); y=${x//y/yyyyyyyyyyyyyyyyyyyyyyyy}`: true,
-	`tac /dev/zero`: true,
+	`tac /dev/zero`:    true,
+	`cat <(yes) | tac`: true,
 }
 
 // memBombs each try to take the daemon's memory from one call.
