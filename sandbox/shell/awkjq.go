@@ -260,7 +260,8 @@ func cmdJq(c *cmd) int {
 	jqBoundMul(q)
 	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
 		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(args[0], args[1]) }),
-		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(args[0], args[1]) }))
+		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(args[0], args[1]) }),
+		gojq.WithFunction(jqMatchGuard, 0, 0, jqMatchCheck))
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
@@ -526,6 +527,15 @@ func jqBoundMul(q *gojq.Query) {
 			for _, a := range t.Func.Args {
 				walkQ(a)
 			}
+			if jqMatchFuncs[t.Func.Name] || t.Func.Name == "split" && len(t.Func.Args) == 2 {
+				call := *t
+				*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{
+					Left:  &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMatchGuard}}},
+					Op:    gojq.OpPipe,
+					Right: &gojq.Query{Term: &call},
+				}}
+				return
+			}
 		}
 		if t.Object != nil {
 			for _, kv := range t.Object.KeyVals {
@@ -656,5 +666,25 @@ func (c *cmd) jqMul(a, b any) any {
 		}
 	}
 	v, _ := jqMul.Run(nil, a, b).Next()
+	return v
+}
+
+// jqMatchGuard is called before the jq functions that match a regular
+// expression globally (match, capture, scan, splits, sub, gsub, split/2):
+// gojq counts the characters before every match from the start of the
+// string, so a global match on one long string takes time quadratic in
+// its length, inside one step that cannot be stopped.
+const jqMatchGuard = "_computerfs_match_guard"
+
+// jqMatchLimit is the longest string those functions take on the fast
+// path.
+const jqMatchLimit = 256 << 10
+
+var jqMatchFuncs = map[string]bool{"match": true, "capture": true, "scan": true, "splits": true, "sub": true, "gsub": true, "_match": true}
+
+func jqMatchCheck(v any, _ []any) any {
+	if s, ok := v.(string); ok && len(s) > jqMatchLimit {
+		return fmt.Errorf("regular expression match on a string of %d bytes: over the fast path's limit of %d bytes (gojq's match offsets take quadratic time)", len(s), jqMatchLimit)
+	}
 	return v
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -1207,7 +1208,11 @@ func cmdSleep(c *cmd) int {
 			c.errorf("invalid time interval '%s'", a)
 			return 1
 		}
-		total += time.Duration(v * float64(mult))
+		if d := v * float64(mult); d >= float64(math.MaxInt64-total) {
+			total = math.MaxInt64 // sleep infinity: until the call is stopped
+		} else {
+			total += time.Duration(d)
+		}
 	}
 	t := time.NewTimer(total)
 	defer t.Stop()

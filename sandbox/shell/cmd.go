@@ -251,7 +251,7 @@ func (c *cmd) openFlags(p string, flag int, perm uint32) (vfile, error) {
 		return stdStream{r: c.stdin}, nil
 	}
 	if f, ok := c.r.openPipe(c.abs(p), flag); ok {
-		return f, nil
+		return stoppable{f, c.ctx}, nil
 	}
 	f, err := c.r.sh.ns.open(c.abs(p), flag, perm, c.stdin, c.out, c.stderr)
 	if err != nil {

@@ -41,6 +41,10 @@ import (
 //     a call whose estimate passes its budget is stopped, biggest first.
 //     The Go runtime has no accounting per goroutine, so this part is an
 //     estimate: a guard for the daemon that stops the call that grows.
+//
+// Not covered: goawk looks at its context only every 1000 instructions,
+// and an awk program that doubles a string in a loop with no input or
+// output (BEGIN{while(1) s=s s}) allocates past any bound within them.
 
 // errMemoryLimit is the cause of a call stopped for its memory; it is an
 // ENOMEM, which built-ins report as "Cannot allocate memory".
@@ -91,11 +95,15 @@ type memBudget struct {
 	used  atomic.Int64 // held by running built-ins now
 	vars  atomic.Int64 // size of the variables at the last command
 	est   atomic.Int64 // the watchdog's estimate of what engines hold
-	steps atomic.Int64 // steps of the engines that run (see engineCtx)
+	steps atomic.Int64 // steps of the engines (see engineCtx) since the last tick
 	eng   atomic.Int32 // engines running now
 	once  sync.Once
 	what  atomic.Value // string: what crossed the limit
 	stop  func()
+	// the watchdog's, under its lock: what the accounting knew at this
+	// tick and the last
+	acc, lastAcc int64
+	flight       *flight // the call's built-ins running
 }
 
 func newBudget(limit int64, stop func()) *memBudget {
@@ -121,10 +129,11 @@ func (b *memBudget) over(n int64) bool {
 // message is what the call prints when it was stopped for its memory.
 func (b *memBudget) message() string {
 	what, _ := b.what.Load().(string)
-	if what == "" {
-		what = "bash"
+	msg := fmt.Sprintf("memory limit of %s per call exceeded", sizeText(b.limit))
+	if what != "" {
+		msg += " (in " + what + ")"
 	}
-	return fmt.Sprintf("%s: memory limit of %s per call exceeded", what, sizeText(b.limit))
+	return msg
 }
 
 func sizeText(n int64) string {
@@ -207,6 +216,9 @@ func (c *cmd) readLine(br *bufio.Reader) (string, error) {
 	buf := append([]byte(nil), line...)
 	charged := int64(0)
 	for err == bufio.ErrBufferFull {
+		if c.canceled() {
+			return "", context.Cause(c.ctx)
+		}
 		if int64(cap(buf)) > charged {
 			if !c.grow(int64(cap(buf)) - charged) {
 				return "", errMemoryLimit
@@ -215,6 +227,9 @@ func (c *cmd) readLine(br *bufio.Reader) (string, error) {
 		}
 		line, err = br.ReadSlice('\n')
 		buf = append(buf, line...)
+	}
+	if err != nil && c.canceled() {
+		return "", err // not a line to work on: the call is being stopped
 	}
 	return string(buf), err
 }
@@ -227,8 +242,9 @@ type captureWriter struct {
 }
 
 func (w captureWriter) Write(p []byte) (int, error) {
-	if w.c.r.mem.over(int64(w.sb.Len() + len(p))) {
-		w.c.r.mem.exceed(w.c.name)
+	// held (twice: the builder grows by doubling) while the command
+	// runs; the interpreter's copy is counted with the variables
+	if !w.c.grow(2 * int64(len(p))) {
 		return 0, errMemoryLimit
 	}
 	return w.sb.Write(p)
@@ -387,7 +403,8 @@ func (w *memWatch) tick() bool {
 	heap := heapObjects()
 	acc := int64(0)
 	for b := range w.calls {
-		acc += b.used.Load() + b.vars.Load()
+		b.lastAcc, b.acc = b.acc, b.used.Load()+b.vars.Load()
+		acc += b.acc
 	}
 	// growth not explained by the accounting
 	delta := int64(heap) - int64(w.last) - (acc - w.lastAcc)
@@ -464,28 +481,44 @@ func (w *memWatch) tick() bool {
 	return true
 }
 
-// attribute gives heap growth to the calls whose engines ran in the last
-// tick, by the steps they made; if none did, to every call.
+// attribute gives heap growth not explained by the accounting to the
+// calls that made it, as far as can be told: the calls whose accounted
+// memory grew in the last tick (what they hold makes garbage as it
+// grows), else those whose engines ran, by their steps, else those
+// whose interpreter is busy (no built-in of theirs running: an
+// expansion), else all.
 func (w *memWatch) attribute(delta int64) {
-	var weights []int64
-	var calls []*memBudget
-	total := int64(0)
-	for b := range w.calls {
-		if b.eng.Load() == 0 {
-			continue
-		}
-		wt := 1 + b.steps.Load()
-		weights, calls = append(weights, wt), append(calls, b)
-		total += wt
-	}
-	if len(calls) == 0 {
+	pick := func(weight func(b *memBudget) int64) bool {
+		total := int64(0)
 		for b := range w.calls {
-			weights, calls = append(weights, 1), append(calls, b)
-			total++
+			total += weight(b)
 		}
+		if total <= 0 {
+			return false
+		}
+		for b := range w.calls {
+			if wt := weight(b); wt > 0 {
+				b.est.Add(delta * wt / total)
+			}
+		}
+		return true
 	}
-	for i, b := range calls {
-		b.est.Add(delta * weights[i] / total)
+	switch {
+	case pick(func(b *memBudget) int64 { return max(0, b.acc-b.lastAcc) }):
+	case pick(func(b *memBudget) int64 {
+		if b.eng.Load() == 0 {
+			return 0
+		}
+		return 1 + b.steps.Load()
+	}):
+	case pick(func(b *memBudget) int64 {
+		if b.flight != nil && b.flight.n.Load() == 0 {
+			return 1
+		}
+		return 0
+	}):
+	default:
+		pick(func(*memBudget) int64 { return 1 })
 	}
 }
 

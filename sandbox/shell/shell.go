@@ -245,11 +245,12 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	}
 	lw.onFull = func() { cancel(errOutputLimit) }
 	mem := newBudget(maxMem, func() { cancel(errMemoryLimit) })
+
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem, inflight: &flight{}}
+	mem.flight = r.inflight
 	if maxMem > 0 {
 		defer watch.add(mem)()
 	}
-
-	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem, inflight: &flight{}}
 	if r.maxCmds == 0 {
 		r.maxCmds = DefaultMaxCommands
 	}
