@@ -46,9 +46,9 @@ policy:
 // spelling, link, copy or rename, nor can a native program.
 func TestExecPolicyAllBackends(t *testing.T) {
 	m := mountWithSpecFile(t, policySpec)
-	// The sandbox's user (host 101000) owns everything, so that only the
-	// rules stand in the way.
-	if out, err := exec.Command("chown", "-R", "101000:101000", m.Dir).CombinedOutput(); err != nil {
+	// The workspace's agent, whom the sandbox runs as, owns everything, so
+	// that only the rules stand in the way.
+	if out, err := exec.Command("chown", "-R", statusOf(t, m.Dir).Agent.String(), m.Dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
 	attacks := []string{
