@@ -701,10 +701,20 @@ func (t *Tools) Delete(ctx context.Context, a DeleteArgs) (DeleteResult, error) 
 }
 
 // walk calls fn for everything under the directory p (not p itself), in
-// name order, directories before their contents, without following links.
+// name order, directories before their contents, without following links,
+// down to maxWalkDepth levels and paths of maxPath bytes (hidden: what
+// lies deeper is left out; otherwise it is an error).
 // With hide, denied paths are skipped silently; otherwise fn sees them.
 // fn may return errSkipDir for a directory.
 func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn func(q string, a kv.Attr) error) error {
+	return t.walkDepth(ctx, f, p, 1, hide, fn)
+}
+
+// maxWalkDepth is how many levels below its start a walk goes: each entry
+// is looked up from the root, so a walk costs the square of the depth.
+const maxWalkDepth = 512
+
+func (t *Tools) walkDepth(ctx context.Context, f *wsfs.FS, p string, depth int, hide bool, fn func(q string, a kv.Attr) error) error {
 	var entries []kv.Dirent
 	after := ""
 	for {
@@ -742,7 +752,15 @@ func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn fu
 				return err
 			}
 			if a.IsDir() {
-				if err := t.walk(ctx, f, q, hide, fn); err != nil {
+				if len(q) > maxPath || depth >= maxWalkDepth {
+					// Deeper than a walk goes (the kernel lets a tree be
+					// made a level at a time, deeper than any path).
+					if hide {
+						continue
+					}
+					return fmt.Errorf("%s...: the tree goes deeper than %d levels or paths of %d bytes; use exec (rm -r) for it", show(q[:min(len(q), 256)]), maxWalkDepth, maxPath)
+				}
+				if err := t.walkDepth(ctx, f, q, depth+1, hide, fn); err != nil {
 					return err
 				}
 			}

@@ -224,3 +224,72 @@ func TestRedteamConcurrentGrepMemory(t *testing.T) {
 		t.Errorf("48 greps at once took %d MiB of heap", grew>>20)
 	}
 }
+
+// deepTree makes a chain of depth directories named d under the directory
+// top of f, through the store (as the mount makes it: one level at a
+// time, relative to the last), with a file at the bottom.
+func deepTree(t *testing.T, f *wsfs.FS, top string, depth int) {
+	t.Helper()
+	if err := f.Mkdir(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st := f.Store()
+	a, err := f.Stat(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := a.Ino
+	for i := 0; i < depth; i++ {
+		a, err := st.Create(dir, "d", kv.NewInode{Mode: kv.S_IFDIR | 0o755, Uid: 1000, Gid: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = a.Ino
+	}
+	fa, err := st.Create(dir, "needle.txt", kv.NewInode{Mode: kv.S_IFREG | 0o644, Uid: 1000, Gid: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Write(fa.Ino, 0, []byte("needle\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedteamDeepTree: a directory tree deeper than any path the tools
+// take (the kernel lets the sandbox make one, a level at a time) is
+// walked by find, grep and delete. The walk kept every level's path, and
+// looked each entry up from the root: memory and time grew with the
+// square of the depth.
+func TestRedteamDeepTree(t *testing.T) {
+	heapGuard(t, 3<<30)
+	tl, f := newTools(t, nil)
+	deepTree(t, f, "deep", 20000)
+	for _, call := range []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"find", func(c context.Context) error { _, err := tl.Find(c, FindArgs{Pattern: "needle.txt"}); return err }},
+		{"grep", func(c context.Context) error { _, err := tl.Grep(c, GrepArgs{Query: "needle"}); return err }},
+		{"delete", func(c context.Context) error {
+			_, err := tl.Delete(c, DeleteArgs{Path: "deep", Recursive: true})
+			return err
+		}},
+	} {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		start := time.Now()
+		var err error
+		n := allocated(func() { err = call.fn(c) })
+		cancel()
+		d := time.Since(start)
+		if (err != nil) != (call.name == "delete") {
+			t.Errorf("%s on a tree 20000 deep: %v", call.name, err)
+		}
+		t.Logf("%s on a tree 20000 deep: %v, %d MiB allocated, %v", call.name, d, n>>20, err)
+		if d > 10*time.Second {
+			t.Errorf("%s on a tree 20000 deep returned after %v (deadline 5s)", call.name, d)
+		}
+		if n > 512<<20 {
+			t.Errorf("%s on a tree 20000 deep allocated %d MiB", call.name, n>>20)
+		}
+	}
+}
