@@ -583,6 +583,10 @@ func (t *Tools) Ls(ctx context.Context, a LsArgs) (LsResult, error) {
 		n := 0
 		var ierr error
 		err = c.fs.ReadDir(p, "", func(d kv.Dirent) bool {
+			if n%1024 == 0 && ctx.Err() != nil {
+				ierr = ctx.Err() // a huge offset in a huge directory
+				return false
+			}
 			full := path.Join(p, d.Name)
 			if t.pol.denied(full) {
 				return true
