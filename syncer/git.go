@@ -190,6 +190,9 @@ func (g *GitTarget) commit(repo *git.Repository, dotgit billy.Filesystem, res *R
 			continue
 		default:
 			big, err := stage(w, dotgit, idx, p, g.maxFileSize())
+			if errors.Is(err, errNotAFile) {
+				continue // as git add: what git cannot hold stays out
+			}
 			if err != nil {
 				return fmt.Errorf("git add -A: %s: %w", p, err)
 			}
@@ -233,12 +236,19 @@ func (g *GitTarget) commit(repo *git.Repository, dotgit billy.Filesystem, res *R
 	return nil
 }
 
+// errNotAFile is stage's answer for a FIFO, socket or device node, which
+// a commit leaves out (as git add does) instead of failing the push.
+var errNotAFile = errors.New("neither a file nor a symbolic link")
+
 // stage writes the file at p of the work tree as a blob and points its
 // index entry at it. A file larger than max is left alone and returned.
 func stage(w *git.Worktree, dotgit billy.Filesystem, idx *index.Index, p string, max int64) (*TooLarge, error) {
 	fi, err := w.Filesystem.Lstat(p)
 	if err != nil {
 		return nil, err
+	}
+	if !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
+		return nil, errNotAFile
 	}
 	mode, err := filemode.NewFromOSFileMode(fi.Mode())
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // EditArgs are edit's arguments.
 type EditArgs struct {
 	Path  string `json:"path" jsonschema:"the text file to edit: absolute under /workspace or relative to it"`
-	Edits []Edit `json:"edits" jsonschema:"replacements, applied together or not at all"`
+	Edits []Edit `json:"edits" jsonschema:"replacements (at most 1000), applied together or not at all"`
 }
 
 // Edit is one replacement.
@@ -40,14 +40,21 @@ func (r EditResult) Text() string {
 
 const bom = "\ufeff"
 
+// MaxEdits is the most edits one call may make: each is searched for in
+// the whole file (twice, to be sure it occurs once).
+const MaxEdits = 1000
+
 // applyEdits applies edits to text. Each OldText must occur exactly once
 // in the original, and the edits may not overlap. A file whose line
 // endings are all CRLF is matched and edited as if they were LF, and gets
 // CRLF back; a byte-order mark is kept. It returns the new text and a
 // unified diff of the change.
-func applyEdits(name, text string, edits []Edit) (string, string, error) {
+func applyEdits(ctx context.Context, name, text string, edits []Edit) (string, string, error) {
 	if len(edits) == 0 {
 		return "", "", errors.New("no edits given")
+	}
+	if len(edits) > MaxEdits {
+		return "", "", fmt.Errorf("%d edits in one call is over the maximum %d (split them, or use write)", len(edits), MaxEdits)
 	}
 	if !utf8.ValidString(text) || strings.IndexByte(text, 0) >= 0 {
 		return "", "", fmt.Errorf("%s is a binary file: edit changes text files only (use write to replace it)", name)
@@ -64,6 +71,9 @@ func applyEdits(name, text string, edits []Edit) (string, string, error) {
 	}
 	spans := make([]span, 0, len(edits))
 	for i, e := range edits {
+		if err := ctx.Err(); err != nil {
+			return "", "", err
+		}
 		old, repl := e.OldText, e.NewText
 		if crlf {
 			old, repl = strings.ReplaceAll(old, "\r\n", "\n"), strings.ReplaceAll(repl, "\r\n", "\n")
@@ -233,7 +243,7 @@ func (t *Tools) Edit(ctx context.Context, a EditArgs) (EditResult, error) {
 			return EditResult{}, showErr(err)
 		}
 		edits := append([]Edit(nil), a.Edits...)
-		nt, diff, err := applyEdits(show(p), string(data), edits)
+		nt, diff, err := applyEdits(ctx, show(p), string(data), edits)
 		if err != nil {
 			return EditResult{}, err
 		}

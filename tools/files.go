@@ -126,6 +126,93 @@ func looksBinary(sample []byte, atEOF bool) bool {
 
 const sniffLen = 8 << 10
 
+// maxLineScan is the longest line read reads through: a file whose line
+// goes on past it (a sparse hole after some text costs its writer
+// nothing) ends read's result there.
+const maxLineScan = 64 << 20
+
+// aLine is one line of a file as read sees it: its first bytes, enough to
+// show maxLineShown characters, and its length.
+type aLine struct {
+	kept    []byte
+	n       int64 // bytes, the newline and a CR before it not counted
+	runes   int64 // characters, as n
+	tooLong bool  // longer than maxLineScan: the rest was not read
+}
+
+// text is the line as read shows it: cut after maxLineShown characters,
+// with a note of its length.
+func (l aLine) text() string {
+	s := string(l.kept)
+	if l.runes <= maxLineShown {
+		return s
+	}
+	r := []rune(s)
+	if len(r) > maxLineShown {
+		r = r[:maxLineShown]
+	}
+	if l.tooLong {
+		return string(r) + fmt.Sprintf(" [line cut: more than %d MiB; the rest of the file is not shown]", maxLineScan>>20)
+	}
+	return string(r) + fmt.Sprintf(" [line cut: %d characters]", l.runes)
+}
+
+// readLine reads the next line of br, keeping only its first bytes, and
+// stops at ctx's end or after maxLineScan bytes of one line.
+func readLine(ctx context.Context, br *bufio.Reader) (aLine, error) {
+	var l aLine
+	const keep = maxLineShown*utf8.UTFMax + 1
+	crlf := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			body := chunk
+			ended := body[len(body)-1] == '\n'
+			if ended {
+				body = body[:len(body)-1]
+			}
+			if crlf { // a CR held back from the last chunk, not the line's end
+				l.add([]byte{'\r'}, keep)
+				crlf = false
+			}
+			if n := len(body); n > 0 && body[n-1] == '\r' {
+				body, crlf = body[:n-1], true
+			}
+			l.add(body, keep)
+			if ended {
+				return l, nil
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+		case err != nil:
+			if crlf {
+				l.add([]byte{'\r'}, keep)
+			}
+			return l, err
+		}
+		if l.n > maxLineScan {
+			l.tooLong = true
+			return l, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return l, err
+		}
+	}
+}
+
+func (l *aLine) add(b []byte, keep int) {
+	if room := keep - len(l.kept); room > 0 {
+		l.kept = append(l.kept, b[:min(room, len(b))]...)
+	}
+	l.n += int64(len(b))
+	for _, c := range b {
+		if c&0xc0 != 0x80 {
+			l.runes++
+		}
+	}
+}
+
 // openFile opens the regular file p for reading.
 func openFile(f *wsfs.FS, p string) (*wsfs.File, kv.Attr, error) {
 	a, err := f.Stat(p)
@@ -192,26 +279,28 @@ func (t *Tools) Read(ctx context.Context, a ReadArgs) (ReadResult, error) {
 			if err := ctx.Err(); err != nil {
 				return ReadResult{}, err
 			}
-			text, err := br.ReadString('\n')
-			if text == "" && err != nil {
+			l, err := readLine(ctx, br)
+			if l.n == 0 && err != nil {
 				if err != io.EOF {
 					return ReadResult{}, showErr(err)
 				}
 				break
 			}
+			if err != nil && err != io.EOF {
+				return ReadResult{}, showErr(err)
+			}
 			line++
 			if line < first {
+				if l.tooLong {
+					return ReadResult{}, fmt.Errorf("line %d of %s is longer than %d MiB: read stops there (offset %d is after it)", line, res.Path, maxLineScan>>20, first)
+				}
 				continue
 			}
 			if res.Lines == limit {
 				res.NextOffset = line
 				break
 			}
-			text = strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
-			if utf8.RuneCountInString(text) > maxLineShown {
-				r := []rune(text)
-				text = string(r[:maxLineShown]) + fmt.Sprintf(" [line cut: %d characters]", len(r))
-			}
+			text := l.text()
 			entry := fmt.Sprintf("%6d\t%s\n", line, text)
 			if int64(out.Len()+len(entry)) > budget && res.Lines > 0 {
 				res.NextOffset = line
@@ -219,6 +308,9 @@ func (t *Tools) Read(ctx context.Context, a ReadArgs) (ReadResult, error) {
 			}
 			out.WriteString(entry)
 			res.Lines++
+			if l.tooLong {
+				break // what follows is not worth scanning for
+			}
 		}
 		if line < first && !(line == 0 && first == 1) {
 			return ReadResult{}, fmt.Errorf("offset %d is past the end of %s (%d lines)", first, res.Path, line)
@@ -491,6 +583,10 @@ func (t *Tools) Ls(ctx context.Context, a LsArgs) (LsResult, error) {
 		n := 0
 		var ierr error
 		err = c.fs.ReadDir(p, "", func(d kv.Dirent) bool {
+			if n%1024 == 0 && ctx.Err() != nil {
+				ierr = ctx.Err() // a huge offset in a huge directory
+				return false
+			}
 			full := path.Join(p, d.Name)
 			if t.pol.denied(full) {
 				return true
@@ -609,10 +705,20 @@ func (t *Tools) Delete(ctx context.Context, a DeleteArgs) (DeleteResult, error) 
 }
 
 // walk calls fn for everything under the directory p (not p itself), in
-// name order, directories before their contents, without following links.
+// name order, directories before their contents, without following links,
+// down to maxWalkDepth levels and paths of maxPath bytes (hidden: what
+// lies deeper is left out; otherwise it is an error).
 // With hide, denied paths are skipped silently; otherwise fn sees them.
 // fn may return errSkipDir for a directory.
 func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn func(q string, a kv.Attr) error) error {
+	return t.walkDepth(ctx, f, p, 1, hide, fn)
+}
+
+// maxWalkDepth is how many levels below its start a walk goes: each entry
+// is looked up from the root, so a walk costs the square of the depth.
+const maxWalkDepth = 512
+
+func (t *Tools) walkDepth(ctx context.Context, f *wsfs.FS, p string, depth int, hide bool, fn func(q string, a kv.Attr) error) error {
 	var entries []kv.Dirent
 	after := ""
 	for {
@@ -650,7 +756,15 @@ func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn fu
 				return err
 			}
 			if a.IsDir() {
-				if err := t.walk(ctx, f, q, hide, fn); err != nil {
+				if len(q) > maxPath || depth >= maxWalkDepth {
+					// Deeper than a walk goes (the kernel lets a tree be
+					// made a level at a time, deeper than any path).
+					if hide {
+						continue
+					}
+					return fmt.Errorf("%s...: the tree goes deeper than %d levels or paths of %d bytes; use exec (rm -r) for it", show(q[:min(len(q), 256)]), maxWalkDepth, maxPath)
+				}
+				if err := t.walkDepth(ctx, f, q, depth+1, hide, fn); err != nil {
 					return err
 				}
 			}

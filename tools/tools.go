@@ -40,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/computerfs/computerfs/kv"
 	rules "github.com/computerfs/computerfs/policy"
@@ -86,7 +87,15 @@ type Tools struct {
 	pol *policy
 	run Runner
 	log *slog.Logger
+	// slots bound the file tools' calls that run at once (each may hold
+	// tens of MiB: a file grep searches, an edit's copies); the others
+	// wait their turn.
+	slots chan struct{}
 }
+
+// MaxConcurrent is how many calls of the file tools (all but exec, which
+// its backends bound) run at once in a workspace.
+const MaxConcurrent = 4
 
 // New returns the tools of the workspace f.
 func New(f *wsfs.FS, opts Options) (*Tools, error) {
@@ -129,7 +138,7 @@ func New(f *wsfs.FS, opts Options) (*Tools, error) {
 	// of directories, races with other writers).
 	raw := f.As(kv.Actor{Entry: "tools"})
 	raw.SetRootPrefix(Root)
-	return &Tools{fs: raw.WithPolicy(pl.paths), raw: raw, st: f.Store(), pol: pl, run: opts.Run, log: log}, nil
+	return &Tools{fs: raw.WithPolicy(pl.paths), raw: raw, st: f.Store(), pol: pl, run: opts.Run, log: log, slots: make(chan struct{}, MaxConcurrent)}, nil
 }
 
 func cmpOr(v, def int64) int64 {
@@ -175,17 +184,31 @@ func do[A any, R summarizer](ctx context.Context, t *Tools, tool string, args A,
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		if tool != "exec" {
+			// A file tool's call stops at the policy's longest timeout
+			// (a client that never cancels cannot keep a core busy), and
+			// waits for a slot.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(t.pol.maxTimeout)*time.Millisecond)
+			defer cancel()
+			select {
+			case t.slots <- struct{}{}:
+				defer func() { <-t.slots }()
+			case <-ctx.Done():
+				return res, fmt.Errorf("%s: waiting for another call to end: %w", tool, ctx.Err())
+			}
+		}
 		return fn(c)
 	}()
 	rec.Done, rec.DurationNs, rec.Backend, rec.Actor = true, time.Since(start).Nanoseconds(), c.backend, c.actor
 	if err != nil {
-		rec.Error = err.Error()
+		rec.Error = auditText(err.Error())
 		var rf *Refusal
 		if errors.As(err, &rf) {
 			rec.Refused = rf.Rule
 		}
 	} else {
-		rec.Result = res.summary()
+		rec.Result = auditText(res.summary())
 	}
 	if jerr := t.st.ReadJournal(before, func(r kv.Record) bool {
 		if r.Actor == c.actor {
@@ -209,8 +232,41 @@ func do[A any, R summarizer](ctx context.Context, t *Tools, tool string, args A,
 }
 
 // largeArg is how long a string argument may be before the audit keeps
-// only its size and hash.
-const largeArg = 256
+// only its size and hash; maxAuditArgs how long the arguments may be in
+// all (many small strings: an edit's batch), and maxAuditText an error or
+// a summary, before the audit keeps less.
+const (
+	largeArg     = 256
+	maxAuditArgs = 4 << 10
+	maxAuditText = 2 << 10
+)
+
+// auditText is s cut to maxAuditText bytes, with its length.
+func auditText(s string) string {
+	if len(s) <= maxAuditText {
+		return s
+	}
+	cut := maxAuditText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("... [cut: %d bytes in all]", len(s))
+}
+
+// digest stands for a value too large for the audit: its size (of its
+// JSON) and SHA-256, and for an array its length.
+func digest(v any) map[string]any {
+	js, _ := json.Marshal(v)
+	if s, ok := v.(string); ok {
+		js = []byte(s)
+	}
+	sum := sha256.Sum256(js)
+	d := map[string]any{"size": len(js), "sha256": hex.EncodeToString(sum[:])}
+	if a, ok := v.([]any); ok {
+		d["items"] = len(a)
+	}
+	return d
+}
 
 // auditArgs encodes arguments for the audit, with large string values
 // replaced by {"size": N, "sha256": "..."}.
@@ -223,10 +279,41 @@ func auditArgs(args any) string {
 	if json.Unmarshal(js, &v) != nil {
 		return string(js)
 	}
+	v = shrink(v)
+	s := encodeArgs(v)
+	if len(s) <= maxAuditArgs {
+		return s
+	}
+	// Too long in all: the largest arguments go as digests, one by one.
+	if m, ok := v.(map[string]any); ok {
+		for len(s) > maxAuditArgs {
+			big, size := "", 0
+			for k, e := range m {
+				if _, done := e.(map[string]any); done {
+					continue
+				}
+				if n := len(encodeArgs(e)); n > size {
+					big, size = k, n
+				}
+			}
+			if big == "" {
+				break
+			}
+			m[big] = digest(m[big])
+			s = encodeArgs(m)
+		}
+	}
+	if len(s) > maxAuditArgs {
+		return encodeArgs(digest(v))
+	}
+	return s
+}
+
+func encodeArgs(v any) string {
 	var out strings.Builder
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false) // commands read better with < and > as they are
-	enc.Encode(shrink(v))
+	enc.Encode(v)
 	return strings.TrimSuffix(out.String(), "\n")
 }
 
