@@ -79,7 +79,12 @@ operands:
 		c.errorf("program nests deeper than the fast path's limit of %d levels", maxNesting)
 		return 2
 	}
-	prog, err := parser.ParseProgram([]byte(progSrc), nil)
+	if _, err := parser.ParseProgram([]byte(progSrc), nil); err != nil {
+		c.errorf("%v", err) // positions in the program as written
+		return 2
+	}
+	funcs := map[string]any{awkStepFunc: c.awkStep()}
+	prog, err := parser.ParseProgram([]byte(guardAwk(progSrc)), &parser.ParserConfig{Funcs: funcs})
 	if err != nil {
 		c.errorf("%v", err)
 		return 2
@@ -123,6 +128,7 @@ operands:
 		NoFileWrites: true,
 		NoFileReads:  true,
 		Environ:      exportedPairs(c.env),
+		Funcs:        funcs,
 	}
 	if fs != "" {
 		if fs == "t" {

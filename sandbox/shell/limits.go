@@ -42,9 +42,14 @@ import (
 //     The Go runtime has no accounting per goroutine, so this part is an
 //     estimate: a guard for the daemon that stops the call that grows.
 //
-// Not covered: goawk looks at its context only every 1000 instructions,
-// and an awk program that doubles a string in a loop with no input or
-// output (BEGIN{while(1) s=s s}) allocates past any bound within them.
+// goawk looks at its context only every 1000 instructions, and an awk
+// program that doubles a string in a loop with no input or output
+// (BEGIN{while(1) s=s s}) allocates past any bound within them: awk
+// programs are rewritten to step in every loop turn and function call
+// (awkguard.go), so that such a program is stopped within a doubling or
+// two once the watchdog sees it. Not yet a bound: a doubling from 1 GiB
+// to 2 GiB can come before the watchdog's next tick, and such a program
+// can still take a daemon with little memory to spare.
 
 // errMemoryLimit is the cause of a call stopped for its memory; it is an
 // ENOMEM, which built-ins report as "Cannot allocate memory".
