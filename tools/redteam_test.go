@@ -129,7 +129,7 @@ func TestRedteamReadOneHugeLine(t *testing.T) {
 func TestRedteamEditBatchWedges(t *testing.T) {
 	tl, f := newTools(t, nil)
 	var b strings.Builder
-	const n = 200000
+	const n = 20000
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, "line %07d\n", i)
 	}
