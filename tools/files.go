@@ -711,66 +711,73 @@ func (t *Tools) Delete(ctx context.Context, a DeleteArgs) (DeleteResult, error) 
 // With hide, denied paths are skipped silently; otherwise fn sees them.
 // fn may return errSkipDir for a directory.
 func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn func(q string, a kv.Attr) error) error {
-	return t.walkDepth(ctx, f, p, 1, hide, fn)
+	// One level per directory being walked, innermost last: a loop, not a
+	// recursion, so that a deep tree costs no stack.
+	type level struct {
+		p       string
+		entries []kv.Dirent
+		next    int    // the next of entries
+		after   string // the name to read on from
+	}
+	stack := []*level{{p: p}}
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if top.next == len(top.entries) {
+			top.entries, top.next = top.entries[:0], 0
+			err := f.ReadDir(top.p, top.after, func(d kv.Dirent) bool {
+				top.entries = append(top.entries, d)
+				return len(top.entries) < 512
+			})
+			if err != nil {
+				return showErr(err)
+			}
+			if len(top.entries) == 0 {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			top.after = top.entries[len(top.entries)-1].Name
+		}
+		d := top.entries[top.next]
+		top.next++
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q := path.Join(top.p, d.Name)
+		if hide && t.pol.denied(q) {
+			continue
+		}
+		a, err := f.Lstat(q)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return showErr(err)
+		}
+		err = fn(q, a)
+		if err == errSkipDir {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !a.IsDir() {
+			continue
+		}
+		if len(q) > maxPath || len(stack) >= maxWalkDepth {
+			// Deeper than a walk goes (the kernel lets a tree be made a
+			// level at a time, deeper than any path).
+			if hide {
+				continue
+			}
+			return fmt.Errorf("%s...: the tree goes deeper than %d levels or paths of %d bytes; use exec (rm -r) for it", show(q[:min(len(q), 256)]), maxWalkDepth, maxPath)
+		}
+		stack = append(stack, &level{p: q})
+	}
+	return nil
 }
 
 // maxWalkDepth is how many levels below its start a walk goes: each entry
 // is looked up from the root, so a walk costs the square of the depth.
-const maxWalkDepth = 512
-
-func (t *Tools) walkDepth(ctx context.Context, f *wsfs.FS, p string, depth int, hide bool, fn func(q string, a kv.Attr) error) error {
-	var entries []kv.Dirent
-	after := ""
-	for {
-		entries = entries[:0]
-		err := f.ReadDir(p, after, func(d kv.Dirent) bool {
-			entries = append(entries, d)
-			return len(entries) < 512
-		})
-		if err != nil {
-			return showErr(err)
-		}
-		if len(entries) == 0 {
-			return nil
-		}
-		for _, d := range entries {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			q := path.Join(p, d.Name)
-			if hide && t.pol.denied(q) {
-				continue
-			}
-			a, err := f.Lstat(q)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return showErr(err)
-			}
-			err = fn(q, a)
-			if err == errSkipDir {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if a.IsDir() {
-				if len(q) > maxPath || depth >= maxWalkDepth {
-					// Deeper than a walk goes (the kernel lets a tree be
-					// made a level at a time, deeper than any path).
-					if hide {
-						continue
-					}
-					return fmt.Errorf("%s...: the tree goes deeper than %d levels or paths of %d bytes; use exec (rm -r) for it", show(q[:min(len(q), 256)]), maxWalkDepth, maxPath)
-				}
-				if err := t.walkDepth(ctx, f, q, depth+1, hide, fn); err != nil {
-					return err
-				}
-			}
-		}
-		after = entries[len(entries)-1].Name
-	}
-}
+const maxWalkDepth = 128
 
 var errSkipDir = errors.New("skip this directory")

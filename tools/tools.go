@@ -275,6 +275,28 @@ func auditArgs(args any) string {
 	if err != nil {
 		return fmt.Sprintf("%q", err.Error())
 	}
+	if len(js) > 4*maxAuditArgs {
+		// Too large to look into (an edit's batch of thousands): the
+		// large arguments as digests, the small ones as they are.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(js, &m) != nil {
+			return encodeArgs(digest(string(js)))
+		}
+		out := map[string]any{}
+		for k, raw := range m {
+			if len(raw) <= largeArg {
+				out[k] = raw
+				continue
+			}
+			var items []json.RawMessage
+			d := digest(string(raw))
+			if json.Unmarshal(raw, &items) == nil {
+				d["items"] = len(items)
+			}
+			out[k] = d
+		}
+		return encodeArgs(out)
+	}
 	var v any
 	if json.Unmarshal(js, &v) != nil {
 		return string(js)
