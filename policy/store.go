@@ -19,17 +19,9 @@ func DirPath(st *kv.Store, dir uint64) (string, error) {
 	}
 	var rev []string
 	for range maxDepth {
-		var parent uint64
-		var name string
-		found := false
-		if err := st.Names(dir, func(d uint64, n string) bool {
-			parent, name, found = d, n, true
-			return false
-		}); err != nil {
+		parent, name, err := firstName(st, dir)
+		if err != nil {
 			return "", err
-		}
-		if !found {
-			return "", syscall.ENOENT // removed meanwhile
 		}
 		rev = append(rev, name)
 		if parent == kv.RootIno {
@@ -318,17 +310,9 @@ func (c *Checker) DirPath(st *kv.Store, dir uint64) (string, error) {
 		}
 	}
 	// One step up, through the cache for the parent.
-	var parent uint64
-	var name string
-	found := false
-	if err := st.Names(dir, func(d uint64, n string) bool {
-		parent, name, found = d, n, true
-		return false
-	}); err != nil {
+	parent, name, err := firstName(st, dir)
+	if err != nil {
 		return "", err
-	}
-	if !found {
-		return "", syscall.ENOENT
 	}
 	if parent == dir {
 		return "", syscall.ELOOP
@@ -349,4 +333,20 @@ func (c *Checker) DirPath(st *kv.Store, dir uint64) (string, error) {
 		pc.mu.Unlock()
 	}
 	return p, nil
+}
+
+// firstName returns the directory that holds dir and dir's name in it
+// (a directory has one name), or ENOENT if dir was removed meanwhile.
+func firstName(st *kv.Store, dir uint64) (parent uint64, name string, err error) {
+	found := false
+	if err := st.Names(dir, func(d uint64, n string) bool {
+		parent, name, found = d, n, true
+		return false
+	}); err != nil {
+		return 0, "", err
+	}
+	if !found {
+		return 0, "", syscall.ENOENT
+	}
+	return parent, name, nil
 }
