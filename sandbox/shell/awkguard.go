@@ -51,7 +51,7 @@ func guardAwk(src string) string {
 		off int
 		t   lexer.Token
 	}
-	offs := positions(src)
+	at := offsets{src: src, line: 1, col: 1}
 	var toks []tok
 	lx := lexer.NewLexer([]byte(src))
 	prev := lexer.ILLEGAL
@@ -66,7 +66,7 @@ func guardAwk(src string) string {
 		if t == lexer.ILLEGAL {
 			return src
 		}
-		off, ok := offs[[2]int{pos.Line, pos.Column}]
+		off, ok := at.of(pos.Line, pos.Column)
 		if !ok {
 			return src
 		}
@@ -169,23 +169,28 @@ func guardAwk(src string) string {
 	return b.String()
 }
 
-// positions maps each line and column (as goawk's lexer counts them: a
-// byte a column, carriage returns not counted) to the offset of the byte
-// there.
-func positions(src string) map[[2]int]int {
-	m := make(map[[2]int]int, len(src))
-	line, col := 1, 1
-	for o := 0; o < len(src); o++ {
-		m[[2]int{line, col}] = o
-		switch src[o] {
+// offsets turns the lexer's positions (a line and a byte column, carriage
+// returns not counted, as goawk's lexer counts them) into byte offsets in
+// src. Tokens come in order, so it walks src forward once: no table of
+// every byte's position, which a 4 MiB program would make big.
+type offsets struct {
+	src       string
+	off       int
+	line, col int
+}
+
+func (o *offsets) of(line, col int) (int, bool) {
+	for o.off < len(o.src) && (o.line < line || o.line == line && o.col < col || o.src[o.off] == '\r') {
+		switch o.src[o.off] {
 		case '\n':
-			line, col = line+1, 1
+			o.line, o.col = o.line+1, 1
 		case '\r':
 		default:
-			col++
+			o.col++
 		}
+		o.off++
 	}
-	return m
+	return o.off, o.off < len(o.src) && o.line == line && o.col == col
 }
 
 // endsOperand reports whether a token can end an operand, after which a
