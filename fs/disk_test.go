@@ -126,16 +126,18 @@ func TestFullDiskKillsNoDaemon(t *testing.T) {
 			fillerDone <- err
 			return
 		}
-		defer f.Close()
+		// Closed before the test hears from it: a removed file that is
+		// still open keeps its space, and the test frees it next.
 		page := make([]byte, 4096)
 		for {
 			select {
 			case <-stop:
-				fillerDone <- nil
+				fillerDone <- f.Close()
 				return
 			default:
 			}
 			if _, err := f.Write(page); err != nil && !errors.Is(err, syscall.ENOSPC) {
+				f.Close()
 				fillerDone <- err
 				return
 			}

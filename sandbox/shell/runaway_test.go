@@ -216,13 +216,15 @@ func runRunaway(t *testing.T, s *Shell, fs *wsfs.FS, script string, timeout time
 		done <- res
 	}()
 	var res Result
+	// The bounds are loose: a loaded 2-core machine under -race is slow,
+	// and a runaway that ignores its context runs on for minutes.
 	select {
 	case res = <-done:
-	case <-time.After(timeout + 10*time.Second):
-		t.Fatalf("did not return within %v", timeout+10*time.Second)
+	case <-time.After(timeout + 60*time.Second):
+		t.Fatalf("did not return within %v", timeout+60*time.Second)
 	}
 	took := time.Since(start)
-	if took > timeout+5*time.Second {
+	if took > timeout+30*time.Second {
 		t.Errorf("returned after %v (timeout %v)", took, timeout)
 	}
 	if res.Stopped == "" && res.ExitCode == 0 && !strings.HasPrefix(script, "git init") {
@@ -232,10 +234,22 @@ func runRunaway(t *testing.T, s *Shell, fs *wsfs.FS, script string, timeout time
 	cancel()
 	settle(t, base)
 	before := storeSize(t, fs)
-	cpu0 := cpuTime()
-	time.Sleep(300 * time.Millisecond)
-	if used := cpuTime() - cpu0; used > 150*time.Millisecond {
-		t.Errorf("%v of CPU in 300ms after the call returned", used)
+	// A runaway burns CPU in every window; a garbage collection after a
+	// big call, or the store's compaction, in one of them. So the call
+	// fails only if five windows in a row are busy.
+	var used []time.Duration
+	for range 5 {
+		cpu0 := cpuTime()
+		time.Sleep(300 * time.Millisecond)
+		u := cpuTime() - cpu0
+		if u <= 150*time.Millisecond {
+			used = nil
+			break
+		}
+		used = append(used, u)
+	}
+	if used != nil {
+		t.Errorf("CPU used in each of five 300ms windows after the call returned: %v", used)
 	}
 	if after := storeSize(t, fs); after != before {
 		t.Errorf("the workspace changed after the call returned: %s -> %s", before, after)
@@ -249,7 +263,7 @@ func runRunaway(t *testing.T, s *Shell, fs *wsfs.FS, script string, timeout time
 // compactions after a big write) are not the call's.
 func settle(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	last := -1
 	for {
 		n, stacks := shellGoroutines()
