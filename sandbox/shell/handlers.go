@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -357,6 +356,20 @@ func (r *run) accessHandler(ctx context.Context, p string, mode interp.AccessMod
 // callHandler counts commands and steers the builtins that would look at
 // the host (type, command -v, source) to the namespace.
 func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) {
+	if args[0] == guardCmd && len(args) == 2 {
+		hc := interp.HandlerCtx(ctx)
+		if args[1] == splitMark {
+			if sb, ok := hc.Stdout.(*strings.Builder); ok {
+				r.mem.guards.markSplit(sb)
+			}
+			return []string{noopCmd}, nil
+		}
+		if err := r.guard(hc.Env, args[1]); err != nil {
+			return nil, err
+		}
+		return []string{noopCmd}, nil
+	}
+	r.mem.guards.sawArgs(args)
 	n := r.commands.Add(1)
 	if r.maxCmds > 0 && n > r.maxCmds {
 		r.cancel(errCommandLimit)
@@ -373,8 +386,12 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		// of $(...) being captured
 		v := varsSize(hc.Env)
 		r.mem.vars.Store(v)
+		r.mem.assigned.Store(0)
 		if sb, ok := hc.Stdout.(*strings.Builder); ok {
 			v += int64(sb.Len())
+			if sc := r.mem.guards.splitOf(sb); sc != nil {
+				v += sc.seps.Load() * fieldCost
+			}
 		}
 		for _, a := range args {
 			v += int64(len(a))
@@ -395,26 +412,56 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		return []string{"true"}, nil
 	case "printf":
 		if len(args) > 1 && args[1] == "-v" {
+			// the interpreter's printf makes the whole string at once
+			if len(args) > 3 && r.mem.limit > 0 {
+				if need := printfBound(args[3], args[4:]); r.mem.over(sat(need, 2)) {
+					r.mem.exceed("printf -v of about " + sizeText(need))
+					return nil, errMemoryLimit
+				}
+			}
 			return args, nil
 		}
 		return append([]string{printfCmd}, args[1:]...), nil
+	case "set", "declare", "typeset", "export", "readonly", "local":
+		// with no names these print every variable, quoted, at once
+		if r.mem.limit > 0 && listsVars(args) && r.mem.over(sat(r.mem.vars.Load(), 5)) {
+			r.mem.exceed(args[0])
+			return nil, errMemoryLimit
+		}
 	case "eval":
 		src := strings.Join(args[1:], " ")
 		if msg := scriptTooBig(src, r.mem.limit); msg != "" {
 			return []string{errorCmd, "2", "bash: eval: " + msg}, nil
 		}
-		f, err := parse(src)
-		if err != nil {
+		out, what, ok := r.prepareScript(src)
+		switch {
+		case !ok:
 			return args, nil // the builtin reports it
-		}
-		if what := unsupported(f); what != "" {
+		case what != "":
 			return []string{unsupportedCmd, what}, nil
 		}
-		rewriteSpecial(f)
-		rewriteProcSubst(f)
-		var buf bytes.Buffer
-		syntax.NewPrinter().Print(&buf, f)
-		return []string{"eval", buf.String()}, nil
+		return []string{"eval", out}, nil
+	case "trap":
+		// trap ACTION SIGNAL...: the interpreter parses the action
+		// when the signal comes; it runs as eval's argument would
+		if len(args) < 3 || args[1] == "-" || strings.HasPrefix(args[1], "-") {
+			return args, nil
+		}
+		if msg := scriptTooBig(args[1], r.mem.limit); msg != "" {
+			return []string{errorCmd, "2", "bash: trap: " + msg}, nil
+		}
+		out, what, ok := r.prepareScript(args[1])
+		switch {
+		case !ok:
+			return args, nil
+		case what != "":
+			return []string{unsupportedCmd, what}, nil
+		}
+		return append([]string{"trap", out}, args[2:]...), nil
+	case "shopt":
+		if aliasesOn(args) {
+			return []string{errorCmd, "1", "bash: shopt: expand_aliases: aliases are not supported by the shell fast path"}, nil
+		}
 	case "source", ".":
 		if len(args) < 2 {
 			return args, nil
@@ -457,6 +504,7 @@ func tooDeep() bool {
 // Internal commands the call handler rewrites to.
 const (
 	typeCmd        = "\x00type"
+	noopCmd        = "\x00noop"
 	errorCmd       = "\x00error"
 	unsupportedCmd = "\x00unsupported"
 )

@@ -99,16 +99,20 @@ type memBudget struct {
 	limit int64        // bytes; <= 0: no limit
 	used  atomic.Int64 // held by running built-ins now
 	vars  atomic.Int64 // size of the variables at the last command
-	est   atomic.Int64 // the watchdog's estimate of what engines hold
-	steps atomic.Int64 // steps of the engines (see engineCtx) since the last tick
-	eng   atomic.Int32 // engines running now
-	once  sync.Once
-	what  atomic.Value // string: what crossed the limit
-	stop  func()
+	// bytes the statements guarded since the last command may have
+	// assigned (expguard.go)
+	assigned atomic.Int64
+	est      atomic.Int64 // the watchdog's estimate of what engines hold
+	steps    atomic.Int64 // steps of the engines (see engineCtx) since the last tick
+	eng      atomic.Int32 // engines running now
+	once     sync.Once
+	what     atomic.Value // string: what crossed the limit
+	stop     func()
 	// the watchdog's, under its lock: what the accounting knew at this
 	// tick and the last
 	acc, lastAcc int64
 	flight       *flight // the call's built-ins running
+	guards       guardTable
 }
 
 func newBudget(limit int64, stop func()) *memBudget {
@@ -242,14 +246,23 @@ func (c *cmd) readLine(br *bufio.Reader) (string, error) {
 // captureWriter is the stdout of a built-in inside $(...): what it
 // captures stays in memory until the substitution ends.
 type captureWriter struct {
-	sb *strings.Builder
-	c  *cmd
+	sb    *strings.Builder
+	c     *cmd
+	split *splitCapture // its output is split into fields
 }
 
 func (w captureWriter) Write(p []byte) (int, error) {
 	// held (twice: the builder grows by doubling) while the command
-	// runs; the interpreter's copy is counted with the variables
-	if !w.c.grow(2 * int64(len(p))) {
+	// runs; the interpreter's copy is counted with the variables. A
+	// capture that is split into fields costs a string for every field
+	// it will make, a field every two bytes at worst (expguard.go).
+	n := 2 * int64(len(p))
+	if w.split != nil {
+		seps := separators(p, ifsTable(w.c.env))
+		w.split.seps.Add(seps)
+		n += seps * fieldCost
+	}
+	if !w.c.grow(n) {
 		return 0, errMemoryLimit
 	}
 	return w.sb.Write(p)

@@ -249,6 +249,9 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 	}
 	rewriteSpecial(f)
 	rewriteProcSubst(f)
+	if r.mem.limit > 0 {
+		r.mem.guards.guardStatements(f)
+	}
 	pid := r.sh.pid.Add(1)
 	vars := exported(c.env)
 	vars = append(vars, pidVar+"="+strconv.FormatInt(pid, 10), ppidVar+"="+c.env.Get(pidVar).String())

@@ -245,6 +245,9 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	}
 	lw.onFull = func() { cancel(errOutputLimit) }
 	mem := newBudget(maxMem, func() { cancel(errMemoryLimit) })
+	if maxMem > 0 {
+		mem.guards.guardStatements(file)
+	}
 
 	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem, inflight: &flight{}}
 	mem.flight = r.inflight
@@ -430,6 +433,11 @@ func unsupported(f *syntax.File) string {
 			}
 		case *syntax.CoprocClause:
 			what = "coproc"
+		case *syntax.FuncDecl:
+			// the fast path's own commands have names with a NUL
+			if x.Name != nil && strings.IndexByte(x.Name.Value, 0) >= 0 {
+				what = "a function name with a NUL byte"
+			}
 		}
 		return what == ""
 	})
