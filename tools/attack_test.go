@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"net/http"
+	"net/http/httptest"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -70,4 +72,40 @@ func TestGitCloneURLsAttack(t *testing.T) {
 	off, _ := newTools(t, nil)
 	_, err := off.GitClone(ctx, GitCloneArgs{URL: base + "/pub", Path: "pub"})
 	wantRefused(t, err, "git_clone_hosts")
+}
+
+// TestGitCloneRedirectsAttack: a listed host that answers with a redirect
+// does not send the clone on to a host the policy does not list (the
+// metadata service of a cloud, a port on the host's loopback). A
+// redirect to a listed host is followed.
+func TestGitCloneRedirectsAttack(t *testing.T) {
+	evil := attacker.Listen(t)
+	pubDir := t.TempDir()
+	os.MkdirAll(filepath.Join(pubDir, "pub"), 0o755)
+	gittest.Git(t, filepath.Join(pubDir, "pub"), "init", "-q", "-b", "main")
+	gittest.Commit(t, filepath.Join(pubDir, "pub"), map[string]string{"README": "public\n"}, "one")
+	real := gittest.ServeHTTP(t, pubDir)
+	realURL, _ := neturl.Parse(real)
+	for _, code := range []int{301, 302, 307, 308} {
+		to := evil.URL
+		redir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, to+r.URL.RequestURI(), code)
+		}))
+		u, _ := neturl.Parse(redir.URL)
+		tl, f := newTools(t, &spec.Policy{GitCloneHosts: []string{u.Host, realURL.Host}})
+		_, err := tl.GitClone(ctx, GitCloneArgs{URL: redir.URL + "/x.git", Path: "c"})
+		if err == nil {
+			t.Errorf("%d: a redirect to an unlisted host was followed", code)
+		}
+		if _, serr := f.Lstat("c"); serr == nil {
+			t.Errorf("%d: the refused clone left its directory", code)
+		}
+		// to a listed host: followed
+		to = real
+		if r, err := tl.GitClone(ctx, GitCloneArgs{URL: redir.URL + "/pub", Path: "ok"}); err != nil || r.Branch != "main" {
+			t.Errorf("%d: a redirect to a listed host: %+v %v", code, r, err)
+		}
+		redir.Close()
+	}
+	evil.Check(t)
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/computerfs/computerfs/internal/gitnet"
 )
 
 // GitCloneArgs are GitClone's arguments.
@@ -90,7 +92,9 @@ func (t *Tools) GitClone(ctx context.Context, a GitCloneArgs) (GitCloneResult, e
 			if a.Depth > 0 {
 				opts.Tags = git.NoTags
 			}
-			repo, cerr = git.CloneContext(ctx, st, cfs.Billy(p), opts)
+			// a listed host may redirect, but only to a listed host
+			rctx := gitnet.WithRedirectCheck(ctx, func(u *url.URL) error { return t.cloneURLAllowed(u.String()) })
+			repo, cerr = git.CloneContext(rctx, st, cfs.Billy(p), opts)
 			st.Close()
 			if cerr == nil {
 				break
