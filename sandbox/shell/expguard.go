@@ -209,9 +209,14 @@ func guardPart(id int) *syntax.CmdSubst {
 // guardStatements puts a guard in front of every statement of f that
 // expands a variable (or a brace expansion), recording what each one
 // expands in g.
-func (g *guardTable) guardStatements(f syntax.Node) {
+//
+// It returns the ids of the sites it added, from first to end.
+func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
+	g.mu.Lock()
+	first = len(g.sites)
+	g.mu.Unlock()
 	if guardsOff {
-		return
+		return first, first
 	}
 	type pending struct {
 		items  []guardItem
@@ -353,22 +358,39 @@ func (g *guardTable) guardStatements(f syntax.Node) {
 		// A statement that at most copies one variable once is not
 		// guarded: it can no more than double what the call holds, and
 		// the next command looks at that (x=$i; echo "$dir/$f").
-		first := -1
+		at := -1
 		copies, alloc := 0, false
 		for i, it := range p.items {
-			if !itemLiteral(it) && first < 0 && p.insert[i] != nil {
-				first = i
+			if !itemLiteral(it) && at < 0 && p.insert[i] != nil {
+				at = i
 			}
-			if first >= 0 {
+			if at >= 0 {
 				c, a := itemCost(it)
 				copies, alloc = copies+c, alloc || a
 			}
 		}
-		if first < 0 || !alloc && copies < 2 {
+		if at < 0 || !alloc && copies < 2 {
 			continue
 		}
-		id := g.add(&guardSite{items: p.items[first:]})
-		p.insert[first](guardWord(id))
+		id := g.add(&guardSite{items: p.items[at:]})
+		p.insert[at](guardWord(id))
+	}
+	g.mu.Lock()
+	end = len(g.sites)
+	g.mu.Unlock()
+	return
+}
+
+// forget lets the sites of a script that has ended go (a nested script:
+// nothing of it runs again).
+func (g *guardTable) forget(first, end int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := first; i < end && i < len(g.sites); i++ {
+		g.sites[i] = nil
+	}
+	if end == len(g.sites) {
+		g.sites = g.sites[:first]
 	}
 }
 
@@ -910,24 +932,34 @@ func (r *run) guard(env expand.Environ, id string) error {
 // sourced file, a trap's action) and gives it back rewritten as a script
 // that Exec would run, or ok false if it does not parse (the
 // interpreter then reports it as it would). what is set if the script
-// has what the fast path does not support.
-func (r *run) prepareScript(src string) (out, what string, ok bool) {
+// has what the fast path does not support; err if the call has no
+// memory left for it.
+func (r *run) prepareScript(src string) (out, what string, ok bool, err error) {
 	g := &r.mem.guards
 	g.mu.Lock()
 	out, ok = g.done[src]
 	g.mu.Unlock()
 	if ok {
-		return out, "", true
+		return out, "", true, nil
 	}
-	f, err := parse(src)
-	if err != nil {
-		return "", "", false
+	f, perr := parse(src)
+	if perr != nil {
+		return "", "", false, nil
 	}
 	if what := unsupported(f); what != "" {
-		return "", what, true
+		return "", what, true, nil
 	}
 	rewriteSpecial(f)
 	rewriteProcSubst(f)
+	// Its statements may run until the call ends (a function it
+	// defines, a trap): their sites stay, and count in the call's
+	// memory, as what a parse holds (some 50 times the source).
+	cost := int64(len(src))*64 + 1024
+	if r.mem.over(cost) {
+		r.mem.exceed("eval")
+		return "", "", false, errMemoryLimit
+	}
+	r.mem.used.Add(cost)
 	g.guardStatements(f)
 	var buf bytes.Buffer
 	syntax.NewPrinter().Print(&buf, f)
@@ -940,7 +972,7 @@ func (r *run) prepareScript(src string) (out, what string, ok bool) {
 		g.done[src] = out
 	}
 	g.mu.Unlock()
-	return out, "", true
+	return out, "", true, nil
 }
 
 // aliasesOn reports whether a shopt command turns on alias expansion.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,9 +86,6 @@ var expansionBombs = []string{
 	bigX + `f() { local y=$x$x$x$x$x$x$x$x$x$x; }; f`,
 	bigX + `a=$x$x b=$a$a c=$b$b d=$c$c`,
 	bigX + `echo $x$x$x$x$x$x$x$x$x$x > /dev/null`,
-	bigX + `: "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x"`,
-	bigX + `for i in "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x"; do :; done`,
-	bigX + `a=("$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x")`,
 	bigX + `echo {1..2000}"$x" > /dev/null`,
 	bigX + `y=${z:-$x$x$x$x$x$x$x$x$x$x}`,
 	bigX + `: ${z:=$x$x$x$x$x$x$x$x$x$x}`,
@@ -103,7 +101,6 @@ var expansionBombs = []string{
 	bigX + `export x; bash -c 'y=$x$x$x$x$x$x$x$x$x$x'`,
 	bigX + `set -- "$x" "$x"; set -- "$@" "$@" "$@" "$@" "$@" "$@"`,
 	bigX + `set -- "$x"; y="$*$*$*$*$*$*$*$*$*$*"`,
-	bigX + `a=("$x"); b=("${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}")`,
 	bigX + `y=${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}`,
 	`x=$(head -c 20000000 /dev/zero | tr '\0' ' '); set -- $x`,
 	`x=$(head -c 20000000 /dev/zero | tr '\0' ' '); a=($x)`,
@@ -112,10 +109,41 @@ var expansionBombs = []string{
 	`md5sum $(yes /dev/null | head -n 10000000)`,
 	`for f in $(yes a | head -n 100000000); do :; done`,
 	bigX + `declare -p > /dev/null; x=$x$x; y=$(declare -p); z=$(set)`,
+	// each eval's statements are kept for the call (a function it
+	// defines runs later), and counted
+	`x=a; for i in $(seq 1000000); do eval "y$i=\$x\$x; f$i() { :; }"; done`,
 }
 
-// bigX is 40 MB in x.
-const bigX = `x=$(head -c 40000000 /dev/zero | tr '\0' a); `
+// expansionShares look like bombs but are not: a word of one part is
+// the variable's own string, not a copy, so they hold little more than x
+// and must run to their end.
+var expansionShares = []string{
+	bigX + `for i in "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x"; do :; done`,
+	bigX + `a=("$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x" "$x")`,
+	bigX + `a=("$x"); b=("${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}" "${a[@]}")`,
+	bigX + `y=$x; z=${x:0}; w="$x"; echo ${#y} ${#z} ${#w}`,
+}
+
+// bigX is 20 MB in x.
+const bigX = `x=$(head -c 20000000 /dev/zero | tr '\0' a); `
+
+// stoppedIn is what stops a bomb that is not stopped by its guard.
+func stoppedIn(bomb string) []string {
+	switch {
+	case strings.HasPrefix(bomb, "printf -v"):
+		return []string{"(in printf -v of about"}
+	case strings.Contains(bomb, `eval "y$i`):
+		return []string{"(in eval)", "(in an expansion of about"}
+	case strings.Contains(bomb, `set -- "$@"`):
+		// "$@" is its parameters' own strings: the list is what is big
+		return []string{"(in set)", "(in an expansion of about"}
+	case strings.Contains(bomb, "| head -n"):
+		return []string{"(in head)"} // a capture split into fields
+	case strings.Contains(bomb, "declare -p"):
+		return []string{"(in declare)", "(in set)"}
+	}
+	return []string{"(in an expansion of about"}
+}
 
 // TestExpansionBombs runs each expansion bomb in a child test process
 // held in a memory cgroup: each must be stopped for its memory, with the
@@ -178,6 +206,20 @@ func expansionBombsChild(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 	const budget = 256 << 20
+	for _, b := range expansionShares {
+		runtime.GC()
+		peak.Store(0)
+		var out bytes.Buffer
+		res, err := s.Exec(context.Background(), b, ExecOptions{Stdout: &out, Stderr: &out, Timeout: 5 * time.Minute, MaxOutput: 1 << 20})
+		p := peak.Load()
+		t.Logf("%-70.70s exit %d peak heap %4d MiB %.90q", b, res.ExitCode, p>>20, strings.TrimSpace(out.String()))
+		if err != nil || res.ExitCode != 0 {
+			t.Errorf("%.80s: stopped: %v %+v %q", b, err, res, out.String())
+		}
+		if p > 2*256<<20 {
+			t.Errorf("%.80s: the heap reached %d MiB", b, p>>20)
+		}
+	}
 	for _, b := range expansionBombs {
 		runtime.GC()
 		peak.Store(0)
@@ -188,6 +230,8 @@ func expansionBombsChild(t *testing.T) {
 		t.Logf("%-70.70s %-13s %5.1fs peak heap %4d MiB %.90q", b, res.Stopped, time.Since(start).Seconds(), p>>20, strings.TrimSpace(out.String()))
 		if err != nil || res.Stopped != "memory limit" || !strings.Contains(out.String(), "memory limit of 256 MiB per call exceeded") {
 			t.Errorf("%.80s: not stopped for its memory: %v %+v %q", b, err, res, out.String())
+		} else if in := stoppedIn(b); !slices.ContainsFunc(in, func(s string) bool { return strings.Contains(out.String(), s) }) {
+			t.Errorf("%.80s: stopped, but not %s: %q", b, in[0], out.String())
 		}
 		if p > 2*budget+64<<20 {
 			t.Errorf("%.80s: the heap reached %d MiB for a budget of %d MiB", b, p>>20, budget>>20)

@@ -433,8 +433,10 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		if msg := scriptTooBig(src, r.mem.limit); msg != "" {
 			return []string{errorCmd, "2", "bash: eval: " + msg}, nil
 		}
-		out, what, ok := r.prepareScript(src)
+		out, what, ok, err := r.prepareScript(src)
 		switch {
+		case err != nil:
+			return nil, err
 		case !ok:
 			return args, nil // the builtin reports it
 		case what != "":
@@ -450,8 +452,10 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		if msg := scriptTooBig(args[1], r.mem.limit); msg != "" {
 			return []string{errorCmd, "2", "bash: trap: " + msg}, nil
 		}
-		out, what, ok := r.prepareScript(args[1])
+		out, what, ok, err := r.prepareScript(args[1])
 		switch {
+		case err != nil:
+			return nil, err
 		case !ok:
 			return args, nil
 		case what != "":

@@ -250,7 +250,7 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 	rewriteSpecial(f)
 	rewriteProcSubst(f)
 	if r.mem.limit > 0 {
-		r.mem.guards.guardStatements(f)
+		defer r.mem.guards.forget(r.mem.guards.guardStatements(f))
 	}
 	pid := r.sh.pid.Add(1)
 	vars := exported(c.env)
