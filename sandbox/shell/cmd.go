@@ -129,6 +129,8 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			code = r.mkpipe(c)
 		case printfCmd:
 			code = cmdPrintf(c)
+		case readArrayCmd:
+			code = r.readArray(c)
 		case unsupportedCmd:
 			fmt.Fprintf(c.stderr, "bash: %s is not supported by the shell fast path\n", c.args[1])
 			code = 2

@@ -2,13 +2,19 @@ package shell
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"weak"
 
 	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -1076,4 +1082,131 @@ func printfBound(format string, args []string) int64 {
 		}
 		args = args[used:]
 	}
+}
+
+// readArrayCmd is read -a: the interpreter's reads a line and splits it
+// into fields in one step, and a line of a few megabytes of "a a a ..."
+// makes millions of fields. This one reads the line as the
+// interpreter's does, charging its bytes and the fields it will make,
+// and once it fits hands it to the interpreter's read -a as a here-string
+// (through eval, so that the array is set in the script's shell).
+const readArrayCmd = "\x00read-a"
+
+func (r *run) readArray(c *cmd) int {
+	c.name = "read"
+	var flags, names []string
+	raw, prompt := false, ""
+	args := c.args[1:]
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		a := args[0]
+		args = args[1:]
+		if a == "--" {
+			break
+		}
+		for _, f := range a[1:] {
+			switch f {
+			case 'r':
+				raw = true
+			case 'a', 's':
+			case 'p':
+				if len(args) == 0 {
+					fmt.Fprintln(c.stderr, "bash: read: -p: option requires an argument")
+					return 2
+				}
+				prompt, args = args[0], args[1:]
+			default:
+				fmt.Fprintf(c.stderr, "bash: read: -%c: invalid option\n", f)
+				return 2
+			}
+		}
+	}
+	names = args
+	if raw {
+		flags = append(flags, "-r")
+	}
+	name := "REPLY"
+	if len(names) > 0 {
+		name = names[0]
+	}
+	if !syntax.ValidName(name) {
+		fmt.Fprintf(c.stderr, "bash: read: `%s': not a valid identifier\n", name)
+		return 1
+	}
+	if prompt != "" {
+		io.WriteString(c.stdout, prompt)
+	}
+	if f, ok := c.hc.Stdin.(*os.File); ok {
+		// a read blocked on a pipe ends with the call
+		stop := context.AfterFunc(c.ctx, func() { f.SetReadDeadline(time.Now()) })
+		defer func() {
+			if !stop() {
+				f.SetReadDeadline(time.Time{})
+			}
+		}()
+	}
+	ifs := ifsTable(c.env)
+	var line []byte
+	esc, eof := false, false
+	charged := int64(0)
+	var buf [1]byte
+	for {
+		n, err := c.stdin.Read(buf[:])
+		if n > 0 {
+			b := buf[0]
+			switch {
+			case !raw && b == '\\':
+				line = append(line, b)
+				esc = !esc
+			case !raw && b == '\n' && esc:
+				line = line[:len(line)-1]
+				esc = false
+			case b == '\n':
+				err = io.EOF
+				n = -1
+			default:
+				line = append(line, b)
+				esc = false
+				if ifs[b] {
+					// a field to come, and its share of eval's parse
+					if !c.grow(fieldCost + 8) {
+						return ExitLimit
+					}
+				}
+			}
+			if int64(len(line))-charged >= 4096 {
+				// the line, its quoted copy and their parse
+				if !c.grow(64 * (int64(len(line)) - charged)) {
+					return ExitLimit
+				}
+				charged = int64(len(line))
+			}
+		}
+		if err != nil {
+			eof = n != -1
+			if c.canceled() {
+				return 1
+			}
+			break
+		}
+	}
+	if bytes.IndexByte(line, 0) >= 0 {
+		line = bytes.ReplaceAll(line, []byte{0}, nil) // bash drops them too
+	}
+	q, err := syntax.Quote(string(line), syntax.LangBash)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "bash: read: %v\n", err)
+		return 1
+	}
+	// builtin: not this command again
+	src := "builtin read " + strings.Join(append(flags, "-a", name), " ") + " <<< " + q
+	if err := c.hc.Builtin(c.ctx, []string{"eval", src}); err != nil {
+		if code, ok := interp.IsExitStatus(err); ok {
+			return int(code)
+		}
+		return 1
+	}
+	if eof {
+		return 1
+	}
+	return 0
 }

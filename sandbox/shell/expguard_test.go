@@ -56,6 +56,13 @@ EOF`, "hi there hi\n"},
 	{`x=abc; echo ${x/b/z} ${x%c}`, "azc ab\n"},
 	{`x=1; while [ $x -lt 3 ]; do x=$((x+1)); done; echo $x`, "3\n"},
 	{`x="a b"; set -- $x; echo $#`, "2\n"},
+	{`read -ra p <<< "a b  c"; echo ${#p[@]} ${p[2]}`, "3 c\n"},
+	{`printf 'x\\ y z\n' | { read -a p; echo ${#p[@]} ${p[0]}; }`, "2 x y\n"},
+	{`printf 'a b\\\nc\n' | { read -a p; echo ${p[@]}; }`, "a bc\n"},
+	{`read -a p < /dev/null; echo $? ${#p[@]}`, "1 0\n"},
+	{`printf 'q w' | { read -r -a p; echo $? ${p[1]}; }`, "1 w\n"},
+	{`printf 'one\ntwo\n' | { read -a p; read -a q; echo $p $q; }`, "one two\n"},
+	{`read -p '' -a p <<< "k l"; echo ${p[1]}`, "l\n"},
 }
 
 func TestGuardsChangeNothing(t *testing.T) {
@@ -112,6 +119,7 @@ var expansionBombs = []string{
 	// each eval's statements are kept for the call (a function it
 	// defines runs later), and counted
 	`x=a; for i in $(seq 1000000); do eval "y$i=\$x\$x; f$i() { :; }"; done`,
+	`x=$(yes 'a' | head -n 10000000 | tr '\n' ' '); read -a arr <<< "$x"`,
 }
 
 // expansionShares look like bombs but are not: a word of one part is
@@ -130,6 +138,8 @@ const bigX = `x=$(head -c 20000000 /dev/zero | tr '\0' a); `
 // stoppedIn is what stops a bomb that is not stopped by its guard.
 func stoppedIn(bomb string) []string {
 	switch {
+	case strings.Contains(bomb, "read -a"):
+		return []string{"(in read)"}
 	case strings.HasPrefix(bomb, "printf -v"):
 		return []string{"(in printf -v of about"}
 	case strings.Contains(bomb, `eval "y$i`):

@@ -462,6 +462,19 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 			return []string{unsupportedCmd, what}, nil
 		}
 		return append([]string{"trap", out}, args[2:]...), nil
+	case "read":
+		for i := 1; i < len(args); i++ {
+			a := args[i]
+			if a == "--" || len(a) < 2 || a[0] != '-' {
+				break
+			}
+			if strings.ContainsRune(a, 'a') {
+				return append([]string{readArrayCmd}, args[1:]...), nil
+			}
+			if strings.HasSuffix(a, "p") {
+				i++ // its value
+			}
+		}
 	case "shopt":
 		if aliasesOn(args) {
 			return []string{errorCmd, "1", "bash: shopt: expand_aliases: aliases are not supported by the shell fast path"}, nil
