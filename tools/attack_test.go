@@ -21,11 +21,7 @@ func TestGitCloneURLsAttack(t *testing.T) {
 	// A repository of the host's, with a secret, that the agent must not
 	// read: another workspace's checkout, say.
 	secret := gittest.NewRepo(t, map[string]string{"secret.txt": "the operator's secret\n"})
-	allowedDir := t.TempDir()
-	os.MkdirAll(filepath.Join(allowedDir, "pub"), 0o755)
-	gittest.Git(t, filepath.Join(allowedDir, "pub"), "init", "-q", "-b", "main")
-	gittest.Commit(t, filepath.Join(allowedDir, "pub"), map[string]string{"README": "public\n"}, "one")
-	base := gittest.ServeHTTP(t, allowedDir)
+	base := servePublicRepo(t)
 	u, _ := neturl.Parse(base)
 	evil := attacker.Listen(t)
 	tl, f := newTools(t, &spec.Policy{GitCloneHosts: []string{u.Host}})
@@ -80,11 +76,7 @@ func TestGitCloneURLsAttack(t *testing.T) {
 // redirect to a listed host is followed.
 func TestGitCloneRedirectsAttack(t *testing.T) {
 	evil := attacker.Listen(t)
-	pubDir := t.TempDir()
-	os.MkdirAll(filepath.Join(pubDir, "pub"), 0o755)
-	gittest.Git(t, filepath.Join(pubDir, "pub"), "init", "-q", "-b", "main")
-	gittest.Commit(t, filepath.Join(pubDir, "pub"), map[string]string{"README": "public\n"}, "one")
-	real := gittest.ServeHTTP(t, pubDir)
+	real := servePublicRepo(t)
 	realURL, _ := neturl.Parse(real)
 	for _, code := range []int{301, 302, 307, 308} {
 		to := evil.URL
@@ -108,4 +100,14 @@ func TestGitCloneRedirectsAttack(t *testing.T) {
 		redir.Close()
 	}
 	evil.Check(t)
+}
+
+// servePublicRepo serves, over HTTP, a repository "pub" with a README, and
+// returns the server's base url.
+func servePublicRepo(t *testing.T) string {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "pub"), 0o755)
+	gittest.Git(t, filepath.Join(dir, "pub"), "init", "-q", "-b", "main")
+	gittest.Commit(t, filepath.Join(dir, "pub"), map[string]string{"README": "public\n"}, "one")
+	return gittest.ServeHTTP(t, dir)
 }
