@@ -17,7 +17,18 @@ import (
 // through the mount (its mtime or change counter moves), and the daemon's
 // other writers tell it (Notifier.Changed). READDIR then comes without a
 // handle; dirCursors keeps what a handle kept.
+//
+// With deny rules the listing is not the same for every caller (the
+// agent does not see denied names, root does), so directories are
+// opened, without the kernel's listing cache: every listing is asked of
+// the daemon, by its caller.
 func (f *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if f.rules().HasDeny() {
+		if err := f.checkIno(&in.InHeader, in.NodeId, false); err != nil {
+			return f.status("opendir", err)
+		}
+		return fuse.OK
+	}
 	return fuse.ENOSYS
 }
 
@@ -51,14 +62,19 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 	if err := f.checkIno(&in.InHeader, ino, false); err != nil {
 		return f.status("readdir", err)
 	}
-	// With deny rules, READDIRPLUS gives no entry of a denied name (a
-	// dentry the kernel would keep): lookups of it must reach LOOKUP.
+	// With deny rules, the agent's listing leaves denied names out (its
+	// offsets are still those of the whole listing, so that the cursors
+	// serve both), and READDIRPLUS gives root no entry of a denied name
+	// (a dentry the kernel would keep): the agent's lookups of it must
+	// reach LOOKUP.
 	dirPath := ""
-	if plus && f.rules().HasDeny() {
+	hide := false
+	if f.rules().HasDeny() && (plus || f.bound(&in.InHeader)) {
 		var err error
 		if dirPath, err = f.rules().DirPath(f.store, ino); err != nil {
 			return f.status("readdir", err)
 		}
+		hide = f.bound(&in.InHeader)
 	}
 	if off == 0 {
 		if a, err := f.store.GetAttr(ino); err == nil && kv.NeedsAtime(&a) {
@@ -116,6 +132,10 @@ func (f *FS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 	err := f.store.ReadDir(ino, after, func(d kv.Dirent) bool {
 		if skip > 0 {
 			skip--
+			return true
+		}
+		if hide && f.rules().Denied(policy.Join(dirPath, d.Name)) != nil {
+			off++
 			return true
 		}
 		if !add(d.Name, d.Ino, d.Type, off+1) {

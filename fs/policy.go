@@ -19,8 +19,10 @@ import (
 // timeout of 0, so the agent's every path walk through it asks again and
 // gets EACCES), OPEN and CREATE, every change (MKNOD, MKDIR, SYMLINK,
 // LINK, UNLINK, RMDIR, RENAME, SETATTR, SETXATTR, REMOVEXATTR, TMPFILE),
-// READLINK, GETXATTR, LISTXATTR and READDIR. What remains visible to the
-// agent of a denied path is its name in a listing of its directory.
+// READLINK, GETXATTR, LISTXATTR and READDIR. The agent's listings leave
+// denied names out: with deny rules, directories are opened without the
+// kernel's listing cache, so that each caller's listing is its own (see
+// OpenDir).
 type AgentRules struct {
 	// Is tells whether a request's caller uid is the agent's. Root's
 	// requests (uid 0) are never bound.

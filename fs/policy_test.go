@@ -502,3 +502,51 @@ func BenchmarkAgentRulesMount(b *testing.B) {
 		})
 	}
 }
+
+// TestAgentListingHidesDenied: the agent's listings of the mount leave
+// denied names out, whatever root listed before or after (the kernel
+// keeps no listing for every caller when there are deny rules), and a
+// long listing that resumes halfway (many getdents calls) gives every
+// other name once.
+func TestAgentListingHidesDenied(t *testing.T) {
+	mp, st := policyMount(t, testRules())
+	big, err := st.Create(kv.RootIno, "big", kv.NewInode{Mode: kv.S_IFDIR | 0o777, Uid: agentUID, Gid: agentUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := range 3000 {
+		name := fmt.Sprintf("f%04d", i)
+		if i%7 == 3 {
+			name += ".pem"
+		} else {
+			want++
+		}
+		if _, err := st.Create(big.Ino, name, kv.NewInode{Mode: kv.S_IFREG | 0o644, Uid: agentUID, Gid: agentUID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		// root first, so that a listing the kernel kept would be root's
+		if _, out := as(t, 0, "sh", "ls -a "+mp+" "+mp+"/keys; ls "+mp+"/big | wc -l"); !strings.Contains(out, "secrets") || !strings.Contains(out, "a.pem") || !strings.Contains(out, "3000") {
+			t.Fatalf("round %d: root's listing: %q", round, out)
+		}
+		for _, cmd := range []string{"ls -a " + mp, "ls -a " + mp + "/keys", "ls -laR " + mp, "find " + mp, "ls -f " + mp + "/big"} {
+			e, out := as(t, agentUID, "sh", cmd)
+			if e != 0 && !strings.HasPrefix(cmd, "ls -laR") && !strings.HasPrefix(cmd, "find") {
+				t.Errorf("round %d: agent: %s: %v %q", round, cmd, e, out)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				line, _, _ = strings.Cut(line, " -> ") // a link's target is its content, not a name
+				if strings.Contains(line, "secrets") || strings.Contains(line, ".pem") {
+					t.Errorf("round %d: agent: %s shows a denied name: %q", round, cmd, line)
+				}
+			}
+		}
+		// every other name of the big directory, once
+		_, out := as(t, agentUID, "sh", "ls -f "+mp+"/big | grep -v '^\\.' | sort | uniq -d | wc -l; ls -f "+mp+"/big | grep -c '^f'")
+		if got := strings.Fields(out); len(got) != 2 || got[0] != "0" || got[1] != strconv.Itoa(want) {
+			t.Errorf("round %d: the agent's listing of big: duplicates and names %q, want 0 and %d", round, out, want)
+		}
+	}
+}
