@@ -145,6 +145,19 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 			return why
 		}
 		return ""
+	case name == "set":
+		// The fast path's xtrace shows what it runs, and that is not
+		// bash's script: its expansion guards (expguard.go) among it.
+		for i, w := range words[1:] {
+			if w == "--" {
+				break
+			}
+			if strings.HasPrefix(w, "-") && strings.ContainsRune(w[1:], 'x') && !strings.HasPrefix(w, "--") ||
+				(w == "-o" || w == "+o") && i+2 < len(words) && words[i+2] == "xtrace" {
+				return "set -x: xtrace output is bash's only in the sandbox"
+			}
+		}
+		return ""
 	case name == "command" || name == "exec" || name == "builtin":
 		i := 1
 		for i < len(words) && strings.HasPrefix(words[i], "-") {

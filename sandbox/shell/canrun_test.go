@@ -12,6 +12,12 @@ func TestCanRun(t *testing.T) {
 		ok     bool
 	}{
 		{"ls -la | grep foo", true},
+		{"set -e; ls", true},
+		{"set -euo pipefail; ls", true},
+		{"set -x; ls", false},
+		{"set -ex; ls", false},
+		{"set -o xtrace; ls", false},
+		{"set -- -x; echo $1", true},
 		{"for f in *.go; do wc -l $f; done", true},
 		{"f() { cat $1; }; f x", true},
 		{"python3 x.py", false},
