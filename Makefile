@@ -8,7 +8,7 @@ TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
 
-.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync stress run lint fuzz clean
+.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy stress run lint fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,7 +27,7 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
-bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync ## benchmark the mount against tmpfs, disk, go-fuse's loopback and the floor (loopback over tmpfs with our mount options); imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
+bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy ## benchmark the mount against tmpfs, disk, go-fuse's loopback and the floor (loopback over tmpfs with our mount options); imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
 	./bench/run.sh
 
 bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
@@ -46,6 +46,10 @@ bench-tools: ## agent tools over MCP stdio against cat, sed -i, bash -c and grep
 bench-sync: ## benchmark sync back against the S3 SDK and git push-back against the git CLI (ratios; BENCH_SYNC_LARGE=1024 for a 1 GiB file) and close-to-S3 latency
 	$(GO) test -run '^$$' -bench 'SyncSmall|SyncLarge|GitPush' -benchtime 3x -timeout 30m ./syncer/ | tee bench/sync.txt
 	$(GO) test -run '^$$' -bench 'SyncLatency' -benchtime 2x -timeout 10m . | tee -a bench/sync.txt
+
+bench-policy: ## what the agent identity and ten path rules cost the fast path and the mount (variants interleaved in one run; medians and ratios of CPU and wall time; BENCH_POLICY_ROUNDS)
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench PolicyFastPath -benchtime 1x -timeout 30m ./sandbox/shell/ | tee bench/policy.txt
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench PolicyMount -benchtime 1x -timeout 30m . | tee -a bench/policy.txt
 
 stress: ## long randomized and parallel tests against the mount
 	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/

@@ -35,13 +35,17 @@ type File struct {
 // followed, and a dangling one creates its target, as open(2) does.
 func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 	r, err := f.lookup(p, true, false)
+	made := false
 	if err == kv.ErrNotFound && flag&O_CREATE != 0 {
-		r, _, err = f.openCreate(p, perm, nil)
+		r, made, err = f.openCreate(p, perm, nil)
 	} else if err == nil && flag&(O_CREATE|O_EXCL) == O_CREATE|O_EXCL {
 		err = syscall.EEXIST
 	}
-	if err == nil {
-		err = f.guardOpen(&r, flag) // before O_TRUNC below
+	if err == nil && !made {
+		// Before O_TRUNC below. A file this call made was checked as
+		// the change of its one path that made it (guardEntry): looking
+		// its name up again in the store would add nothing.
+		err = f.guardOpen(&r, flag)
 	}
 	if err != nil {
 		return nil, pathErr("open", p, err)

@@ -4,9 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/policy"
@@ -240,29 +248,178 @@ var benchRules = &spec.Policy{
 	ReadOnlyPaths: []string{"/vendor", "**/go.sum", "/.github", "/ro/**", "Makefile"},
 }
 
-// BenchmarkPolicyFastPath reads 1,000 small files (20 directories of 50,
-// three levels down) with cat and greps them, without path rules and with
-// ten: the cost of the rules on the fast path.
+// benchAgent is the agent identity of the benchmarks: an unprivileged
+// host uid and gid that owns the workspace's files.
+const benchAgent = 200000
+
+// BenchmarkPolicyFastPath measures what the agent identity and the path
+// rules cost the fast path: the same scripts (cat of 1,000 small files in
+// 20 directories three levels down, grep -rn over them, find, ls -lR, a
+// loop writing 500 files) on one store through the four workspaces the
+// daemon could build: as root (the old default) and as the agent (owner
+// the agent's identity, ForAgent: what exec.go builds), each without path
+// rules and with ten (benchRules). The variants alternate within every
+// round, in an order that turns each round, so that the machine's noise
+// falls on all of them alike. It prints two tables, of the CPU time the
+// process spent on each run (the measure: on a loaded machine wall time
+// is mostly other processes') and of wall time: the median of each
+// variant and the median of the ratios of runs next to each other in time,
+// with their interquartile range (the noise). BENCH_POLICY_ROUNDS sets
+// the rounds (default 31).
+//
+//	go test -run '^$' -bench PolicyFastPath -benchtime 1x ./sandbox/shell/
 func BenchmarkPolicyFastPath(b *testing.B) {
 	_, raw := newShell(b)
+	st := raw.Store()
+	agent := wsfs.New(st, wsfs.Owner{UID: benchAgent, GID: benchAgent})
+	check(b, agent.Lchown("/", benchAgent, benchAgent))
 	for d := range 20 {
 		dir := fmt.Sprintf("/src/pkg%02d/sub", d)
-		check(b, raw.MkdirAll(dir, 0o755))
+		check(b, agent.MkdirAll(dir, 0o755))
 		for f := range 50 {
-			check(b, raw.WriteFile(fmt.Sprintf("%s/f%02d.go", dir, f), []byte("package sub\n\nfunc F() {}\n"), 0o644))
+			check(b, agent.WriteFile(fmt.Sprintf("%s/f%02d.go", dir, f), []byte("package sub\n\nfunc F() {}\n"), 0o644))
 		}
 	}
-	for _, tc := range []struct {
-		name string
-		fs   *wsfs.FS
-	}{{"none", raw}, {"rules", raw.WithPolicy(policy.New(benchRules))}} {
-		s := New(tc.fs, Options{})
-		b.Run(tc.name, func(b *testing.B) {
-			for b.Loop() {
-				if out, errOut, code := sh(b, s, `cat src/*/*/*.go | wc -l; grep -rc func src | wc -l`); code != 0 || out != "3000\n1000\n" {
-					b.Fatalf("%d %q %q", code, out, errOut)
-				}
-			}
-		})
+	rules := policy.New(benchRules)
+	root := wsfs.New(st, wsfs.Owner{})
+	asAgent := Options{UID: benchAgent, GID: benchAgent}
+	names := []string{"root", "root+rules", "agent", "agent+rules"}
+	shells := []*Shell{
+		New(root, Options{}),
+		New(root.WithPolicy(rules), Options{}),
+		New(agent.ForAgent(), asAgent),
+		New(agent.ForAgent().WithPolicy(rules), asAgent), // what the daemon runs
 	}
+	workloads := []struct{ name, script, want, cleanup string }{
+		{"cat 1,000 files", `cat src/*/*/*.go | wc -l`, "3000\n", ""},
+		{"grep -rn", `grep -rn func src | wc -l`, "1000\n", ""},
+		{"find", `find src | wc -l`, "1041\n", ""},
+		{"ls -lR", `ls -lR src | wc -l`, "1162\n", ""},
+		{"write 500 files", `mkdir w && for i in $(seq 500); do echo x > w/f$i; done; echo ok`, "ok\n", "rm -rf w"},
+	}
+	rounds := benchRounds(b, 31)
+	for b.Loop() {
+		var rows []benchRow
+		for _, w := range workloads {
+			run := func(v int) benchSample {
+				runtime.GC() // the garbage of the run before is not this one's
+				cpu0, start := processCPU(b), time.Now()
+				out, errOut, code := sh(b, shells[v], w.script)
+				s := benchSample{wall: time.Since(start), cpu: processCPU(b) - cpu0}
+				if code != 0 || out != w.want {
+					b.Fatalf("%s, %s: status %d, %q %q", names[v], w.name, code, out, errOut)
+				}
+				if w.cleanup != "" {
+					if _, errOut, code := sh(b, shells[0], w.cleanup); code != 0 {
+						b.Fatalf("%s: %s", w.cleanup, errOut)
+					}
+				}
+				return s
+			}
+			rows = append(rows, benchRow{w.name, interleave(len(names), rounds, run)})
+		}
+		ratios := [][2]int{{1, 0}, {3, 2}, {2, 0}, {3, 0}}
+		title := fmt.Sprintf("fast path (in-process shell), %d rounds", rounds)
+		fmt.Println("\n" + benchTable(title+", CPU time", names, rows, ratios, benchCPU))
+		fmt.Println(benchTable(title+", wall time", names, rows, ratios, benchWall))
+		for i, r := range rows {
+			q := pairRatios(r.runs, 3, 2, benchCPU)
+			b.ReportMetric(q[len(q)/2], fmt.Sprintf("rules/none-cpu-%d", i))
+		}
+	}
+}
+
+// processCPU is the CPU time the process has used, all threads.
+func processCPU(b *testing.B) time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// benchSample is one timed run.
+type benchSample struct{ wall, cpu time.Duration }
+
+func benchCPU(s benchSample) time.Duration  { return s.cpu }
+func benchWall(s benchSample) time.Duration { return s.wall }
+
+// benchRow is one workload's runs: runs[round][variant].
+type benchRow struct {
+	name string
+	runs [][]benchSample
+}
+
+// benchRounds is BENCH_POLICY_ROUNDS, or def.
+func benchRounds(b *testing.B, def int) int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_POLICY_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// interleave runs each of n variants once per round, starting each round
+// one variant later, after one untimed warm-up round: runs[round][variant].
+func interleave(n, rounds int, run func(v int) benchSample) [][]benchSample {
+	for v := range n {
+		run(v)
+	}
+	runs := make([][]benchSample, rounds)
+	for r := range runs {
+		runs[r] = make([]benchSample, n)
+		for i := range n {
+			v := (r + i) % n
+			runs[r][v] = run(v)
+		}
+	}
+	return runs
+}
+
+// pairRatios are the sorted ratios of variant a's to b's metric, round by
+// round.
+func pairRatios(runs [][]benchSample, a, b int, metric func(benchSample) time.Duration) []float64 {
+	q := make([]float64, len(runs))
+	for r, rr := range runs {
+		q[r] = float64(metric(rr[a])) / float64(metric(rr[b]))
+	}
+	sort.Float64s(q)
+	return q
+}
+
+// medianOf is the median of variant v's metric.
+func medianOf(runs [][]benchSample, v int, metric func(benchSample) time.Duration) time.Duration {
+	d := make([]time.Duration, len(runs))
+	for r := range runs {
+		d[r] = metric(runs[r][v])
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// benchTable is a Markdown table: each workload's median per variant, then
+// for each pair {a, b} of ratios the median of the ratios a/b of the same
+// round, [p25-p75].
+func benchTable(title string, names []string, rows []benchRow, ratios [][2]int, metric func(benchSample) time.Duration) string {
+	var t strings.Builder
+	fmt.Fprintf(&t, "%s: median per variant; ratio: median of the ratios in one round [p25-p75]\n\n| workload |", title)
+	for _, n := range names {
+		fmt.Fprintf(&t, " %s |", n)
+	}
+	for _, r := range ratios {
+		fmt.Fprintf(&t, " %s / %s |", names[r[0]], names[r[1]])
+	}
+	t.WriteString("\n|---|" + strings.Repeat("---:|", len(names)+len(ratios)) + "\n")
+	for _, row := range rows {
+		fmt.Fprintf(&t, "| %s |", row.name)
+		for v := range names {
+			fmt.Fprintf(&t, " %v |", medianOf(row.runs, v, metric).Round(10*time.Microsecond))
+		}
+		for _, r := range ratios {
+			q := pairRatios(row.runs, r[0], r[1], metric)
+			n := len(q)
+			fmt.Fprintf(&t, " %.3f [%.2f-%.2f] |", q[n/2], q[n/4], q[(3*n)/4])
+		}
+		t.WriteString("\n")
+	}
+	return t.String()
 }
