@@ -196,6 +196,41 @@ func covers(pat []part, names []string) bool {
 	return true
 }
 
+// matches tells whether pat matches names exactly (not an ancestor).
+func matches(pat []part, names []string) bool {
+	for len(pat) > 0 {
+		if pat[0].kind == pAny {
+			pat = pat[1:]
+			if len(pat) == 0 {
+				return true
+			}
+			// what follows "**" must match a tail of names
+			for i := len(names) - len(minNames(pat)); i >= 0; i-- {
+				if matches(pat, names[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(names) == 0 || !pat[0].match(names[0]) {
+			return false
+		}
+		pat, names = pat[1:], names[1:]
+	}
+	return len(names) == 0
+}
+
+// minNames is the parts of pat that match exactly one name each, up to
+// its next "**": at least that many names must be left for it.
+func minNames(pat []part) []part {
+	for i, p := range pat {
+		if p.kind == pAny {
+			return pat[:i]
+		}
+	}
+	return pat
+}
+
 // below tells whether pat could match some path strictly under names
 // (or covers names itself).
 func below(pat []part, names []string) bool {
@@ -258,6 +293,24 @@ func (c *Checker) Denied(p string) *Refusal {
 	}
 	if g := firstCovering(c.deny, p); g != nil {
 		return &Refusal{Rule: g.rule, Msg: Show(p) + " is denied", Errno: syscall.EACCES}
+	}
+	return nil
+}
+
+// DeniedLeaf is Denied for a path walked name by name, ns its names,
+// whose every ancestor has been found not denied: only a rule that
+// matches the path itself can cover it now, and the path's string is
+// made only for the refusal. It is what a walk checks at each step
+// (Denied of each prefix would match every rule against every ancestor
+// again: quadratic in the depth).
+func (c *Checker) DeniedLeaf(ns []string) *Refusal {
+	if c == nil {
+		return nil
+	}
+	for i := range c.deny {
+		if matches(c.deny[i].parts, ns) {
+			return &Refusal{Rule: c.deny[i].rule, Msg: Show("/"+strings.Join(ns, "/")) + " is denied", Errno: syscall.EACCES}
+		}
 	}
 	return nil
 }

@@ -186,6 +186,23 @@ func FuzzChecker(f *testing.F) {
 		if c.Denied(p) != nil && c.Denied(under) == nil {
 			t.Fatalf("deny %q covers %q but not %q under it", g, p, under)
 		}
+		// A walk that checks each name with DeniedLeaf finds what
+		// Denied finds, at the first name that is denied.
+		var ns []string
+		walked := c.DeniedLeaf(nil) != nil // the root
+		for _, n := range strings.Split(strings.TrimPrefix(under, "/"), "/") {
+			if n == "" {
+				continue
+			}
+			ns = append(ns, n)
+			if walked || c.DeniedLeaf(ns) != nil {
+				walked = true
+				break
+			}
+		}
+		if want := c.Denied(under) != nil; walked != want {
+			t.Fatalf("deny %q, %q: a walk with DeniedLeaf finds %v, Denied %v", g, under, walked, want)
+		}
 	})
 }
 

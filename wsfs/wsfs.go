@@ -196,6 +196,9 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 	// With a policy, gp are the names of cur's path, and each path is
 	// checked before it is looked up.
 	var gp []string
+	// checked: every prefix of gp+name has been found not denied, so
+	// only a rule that matches gp+name itself can refuse the next name.
+	checked := false
 	if f.guard != nil && cur != kv.RootIno {
 		var err error
 		if gp, err = f.guardStart(cur); err != nil {
@@ -242,9 +245,16 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 		}
 		var gpath string
 		if f.guard != nil {
-			gpath = guardPath(gp, name)
-			if err := f.guard.Read(gpath); err != nil {
+			if checked {
+				if r := f.guard.DeniedLeaf(append(gp, name)); r != nil {
+					return resolved{}, r
+				}
+			} else if err := f.guard.Read(guardPath(gp, name)); err != nil {
 				return resolved{}, err
+			}
+			checked = true
+			if last {
+				gpath = guardPath(gp, name)
 			}
 		}
 		a, err := f.s.Lookup(cur, name)
