@@ -425,3 +425,21 @@ func TestAuditCountsInQuota(t *testing.T) {
 	t.Logf("%d audit records of 2 KB went in: %+v", n, s.UsageDetail())
 	checkInvariants(t, s, checkOpts{})
 }
+
+// TestRecordStringCut: a cut path reads as its ancestor and "...", so
+// `computerfs log` does not show an ancestor as the file that changed.
+func TestRecordStringCut(t *testing.T) {
+	for _, c := range []struct {
+		r    Record
+		want string
+	}{
+		{Record{Seq: 1, Op: JUnlink, Path: "/a/b", PathCut: true}, "1 unlink /a/b/... by unknown"},
+		{Record{Seq: 2, Op: JRmdir, Path: "/", PathCut: true}, "2 rmdir /... by unknown"},
+		{Record{Seq: 3, Op: JRename, Path: "/a", Path2: "/b", Path2Cut: true}, "3 rename /a -> /b/... by unknown"},
+		{Record{Seq: 4, Op: JUnlink, Path: "/a\nb", PathCut: true}, `4 unlink "/a\nb/"... by unknown`},
+	} {
+		if got := c.r.String(); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}
