@@ -40,3 +40,39 @@ func TestSyncCutRecords(t *testing.T) {
 	}
 	e.same()
 }
+
+// TestTrimNearQuota: within the retention, synced records stay while the
+// workspace has room; once it holds 7/8 of its quota (the journal counts
+// in it), every synced record goes at the next trim and the room comes
+// back, while records not yet synced stay.
+func TestTrimNearQuota(t *testing.T) {
+	e := newEnv(t, envOpts{mode: Headers, debounce: time.Hour})
+	for i := range 50 {
+		e.write(fmt.Sprintf("/s/f%d", i), "x")
+	}
+	e.mustSync()
+	synced := e.st.LastSeq()
+	e.write("/s/later", "not synced yet") // debounced: stays pending
+	if r := e.sy.pass(t.Context(), e.sy.srcs[0], false); r.Waiting != 1 {
+		t.Fatalf("pass: %+v", r)
+	}
+	if n, err := e.sy.Trim(time.Now()); err != nil || n != 0 {
+		t.Fatalf("trim within the retention, with room: %d, %v", n, err)
+	}
+	before := e.st.UsageDetail()
+	e.st.SetQuota(before.Used + before.Used/16)
+	n, err := e.sy.Trim(time.Now())
+	check(t, err)
+	first, _, err := e.st.JournalSpan()
+	check(t, err)
+	after := e.st.UsageDetail()
+	t.Logf("trimmed %d records near the quota: journal %d -> %d bytes", n, before.Journal, after.Journal)
+	if n == 0 || first != synced+1 || after.Journal >= before.Journal/2 {
+		t.Fatalf("near the quota: trimmed %d, journal from %d (synced up to %d), %d -> %d bytes", n, first, synced, before.Journal, after.Journal)
+	}
+	r := e.mustSync()
+	if fmt.Sprint(r.Uploaded) != "[/s/later]" {
+		t.Fatalf("the record not synced was lost: %+v", r)
+	}
+	e.same()
+}
