@@ -98,8 +98,9 @@ type Options struct {
 	// room to write the memtables out when the store opens again;
 	// negative: none).
 	Ballast int64
-	// Quota bounds the workspace's logical size: file data, names, inodes
-	// and extended attributes (see usage.go; 0: none).
+	// Quota bounds the workspace's logical size: file data, names, inodes,
+	// extended attributes, and the journal's and the audit's records
+	// (see usage.go; 0: none).
 	Quota int64
 }
 
