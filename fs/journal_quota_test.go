@@ -31,9 +31,11 @@ import (
 func TestJournalQuotaOnMount(t *testing.T) {
 	requireRoot(t)
 	const quota = 8 << 20
-	fsDir := smallTmpfs(t, "256m") // the store keeps a reserve and a ballast
+	fsDir := smallTmpfs(t, "256m")
 	store := filepath.Join(fsDir, "store")
-	m := testmount.Start(t, store, "--quota", "8MiB")
+	// A small reserve and ballast (the defaults take most of the tmpfs,
+	// and this test is of the quota, not of a full disk).
+	m := testmount.Start(t, store, "--quota", "8MiB", "--memtable-size", "8", "--min-free", "24", "--ballast", "16")
 	usage := func(what string) kv.UsageReport {
 		t.Helper()
 		out, err := exec.Command(testmount.Binary(t), "status", "-w", m.Dir, "--json").Output()
