@@ -44,6 +44,9 @@ type Status struct {
 	Pid        int            `json:"pid"`
 	Agent      Agent          `json:"agent"` // the workspace's agent identity on the host
 	Sources    []SourceStatus `json:"sources"`
+	// Usage is what the workspace holds (files, journal, audit) of its
+	// quota.
+	Usage kv.UsageReport `json:"usage"`
 }
 
 // SourceStatus is one source of the workspace's spec.
@@ -142,7 +145,8 @@ func writeJSON(rw http.ResponseWriter, v any) {
 
 // Status describes the workspace.
 func (w *Workspace) Status() Status {
-	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: []SourceStatus{}}
+	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: []SourceStatus{},
+		Usage: w.Store.UsageDetail()}
 	states := map[string]*syncer.SourceStatus{}
 	if w.syncer != nil {
 		for _, ss := range w.syncer.Status() {

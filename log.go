@@ -22,10 +22,15 @@ type LogEntry struct {
 	Path2 string    `json:"path2,omitempty"` // a rename's new path; an xattr's name
 	Size  uint64    `json:"size"`
 	Actor kv.Actor  `json:"actor"`
+	// PathCut (Path2Cut): Path (Path2) is the nearest ancestor of the
+	// path, which was too long for the record (kv.MaxRecordPath) or cut
+	// short past the workspace's quota.
+	PathCut  bool `json:"path_cut,omitempty"`
+	Path2Cut bool `json:"path2_cut,omitempty"`
 }
 
 func (e LogEntry) String() string {
-	r := kv.Record{Seq: e.Seq, Op: opByName[e.Op], Path: e.Path, Path2: e.Path2, Size: e.Size, Actor: e.Actor}
+	r := kv.Record{Seq: e.Seq, Op: opByName[e.Op], Path: e.Path, Path2: e.Path2, Size: e.Size, Actor: e.Actor, PathCut: e.PathCut, Path2Cut: e.Path2Cut}
 	return e.Time.UTC().Format("2006-01-02T15:04:05.000Z") + " " + r.String()
 }
 
@@ -54,17 +59,22 @@ func ReadLog(st *kv.Store, q LogQuery) ([]LogEntry, error) {
 	}
 	q.Limit = min(q.Limit, maxLogLimit)
 	prefix := strings.TrimSuffix(q.Path, "/")
-	under := func(p string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+	under := func(p string, cut bool) bool {
+		// A cut path stands for something at or under it.
+		return p == prefix || strings.HasPrefix(p, prefix+"/") ||
+			cut && (p == "/" || strings.HasPrefix(prefix, p+"/"))
+	}
 	out := []LogEntry{}
 	err := st.ReadJournal(q.After, func(r kv.Record) bool {
 		t := time.Unix(0, r.Time)
 		if !q.Since.IsZero() && t.Before(q.Since) {
 			return true
 		}
-		if q.Path != "" && !under(r.Path) && !(r.Op == kv.JRename && under(r.Path2)) {
+		if q.Path != "" && !under(r.Path, r.PathCut) && !(r.Op == kv.JRename && under(r.Path2, r.Path2Cut)) {
 			return true
 		}
-		out = append(out, LogEntry{Seq: r.Seq, Time: t, Op: r.Op.String(), Ino: r.Ino, Path: r.Path, Path2: r.Path2, Size: r.Size, Actor: r.Actor})
+		out = append(out, LogEntry{Seq: r.Seq, Time: t, Op: r.Op.String(), Ino: r.Ino, Path: r.Path, Path2: r.Path2, Size: r.Size, Actor: r.Actor,
+			PathCut: r.PathCut, Path2Cut: r.Path2Cut})
 		return len(out) < q.Limit
 	})
 	return out, err

@@ -45,6 +45,9 @@ type auditState struct {
 	auditMu   sync.Mutex
 	auditNext uint64
 	auditErr  error
+	// auditPutMu orders PutAudit's read of a record's old size and its
+	// write (a call's two writes of its record never overlap, but be sure).
+	auditPutMu sync.Mutex
 }
 
 func auditKey(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{pfxAudit}, id) }
@@ -77,6 +80,11 @@ func (s *Store) NewAuditID() (uint64, error) {
 }
 
 // PutAudit writes (or rewrites) the record r.ID, which NewAuditID gave.
+// The audit's records count in the usage (usage.go): a new record that
+// would take the count past the quota and its grace (QuotaGrace) fails
+// with ErrQuota, and the call it is for must not run; a record rewritten
+// (the end of a call that ran) always goes in. The caller keeps records
+// small past the quota (AuditRoom).
 func (s *Store) PutAudit(r *AuditRecord) error {
 	if r.ID == 0 {
 		return ErrInvalid
@@ -85,10 +93,41 @@ func (s *Store) PutAudit(r *AuditRecord) error {
 	if err != nil {
 		return err
 	}
+	s.auditPutMu.Lock() // the old record's size and the new one's
+	defer s.auditPutMu.Unlock()
+	key := auditKey(r.ID)
+	val := append([]byte{auditVersion}, js...)
+	cost := recordBytes(len(key), len(val))
+	old, err := s.valueLen(key)
+	switch {
+	case err == nil:
+		cost -= recordBytes(len(key), old)
+	case err != ErrNotFound:
+		return err
+	default:
+		if quota := s.quota.Load(); quota > 0 {
+			if u := s.usageNow(); u.total()+cost > quota+QuotaGrace(quota) {
+				return quotaError(u, quota, "no room for the audit record of a tool call")
+			}
+		}
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	b.Set(auditKey(r.ID), append([]byte{auditVersion}, js...), nil)
+	b.Set(key, val, nil)
+	s.accountTo(b, keyAuditUsage, cost)
 	return s.commit(b)
+}
+
+// AuditRoom tells how a new audit record of cost bytes fits: within the
+// quota (full), past it but within its grace (the caller keeps the record
+// short), or not at all (PutAudit would refuse it).
+func (s *Store) AuditRoom(cost int64) (full, fits bool) {
+	quota := s.quota.Load()
+	if quota <= 0 {
+		return true, true
+	}
+	used := s.usageNow().total() + recordBytes(9, int(cost))
+	return used <= quota, used <= quota+QuotaGrace(quota)
 }
 
 // ReadAudit calls fn for the records after id, in id order, until fn

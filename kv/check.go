@@ -193,8 +193,16 @@ func (s *Store) Check(limit int) ([]string, error) {
 	if err != nil {
 		return problems, err
 	}
-	if stored, _, err := s.readUsage(); err != nil || stored != counted || s.used.Load() != counted {
-		report("usage count %d (err %v; %d in memory), counted %d", stored, err, s.used.Load(), counted)
+	for _, p := range []struct {
+		what    string
+		key     []byte
+		mem     int64
+		counted int64
+	}{{"usage", keyUsage, s.used.Load(), counted.files}, {"journal usage", keyJournalUsage, s.usedJ.Load(), counted.journal},
+		{"audit usage", keyAuditUsage, s.usedA.Load(), counted.audit}} {
+		if stored, _, err := s.readCount(p.key); err != nil || stored != p.counted || p.mem != p.counted {
+			report("%s count %d (err %v; %d in memory), counted %d", p.what, stored, err, p.mem, p.counted)
+		}
 	}
 	return problems, nil
 }

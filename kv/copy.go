@@ -97,7 +97,7 @@ func (s *Store) copyBlob(actor *Actor, src uint64, srcOff int64, dst uint64, dst
 	if a.Flags&FlagBlob == 0 && end <= s.blobThreshold {
 		return 0, false, errNotDirect
 	}
-	if err := s.checkQuota(int64(end) - int64(a.Size)); err != nil {
+	if err := s.checkQuota(max(int64(end)-int64(a.Size), 0)); err != nil {
 		return 0, false, err
 	}
 	srcF, srcRelease, err := s.blobs.acquire(src, false)

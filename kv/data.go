@@ -93,7 +93,7 @@ func (s *Store) write(actor *Actor, ino uint64, off int64, data []byte, kill fun
 	if !a.IsRegular() {
 		return Attr{}, false, ErrInvalid // only regular files hold data
 	}
-	if err := s.checkQuota(int64(end) - int64(a.Size)); err != nil {
+	if err := s.checkQuota(max(int64(end)-int64(a.Size), 0)); err != nil {
 		return Attr{}, false, err
 	}
 	if a.Flags&FlagBlob != 0 || end > s.blobThreshold {
@@ -606,10 +606,12 @@ func (s *Store) fallocate(actor *Actor, ino uint64, mode uint32, off, length int
 		return Attr{}, err
 	}
 	defer unlock()
+	grow := int64(0)
 	if mode&FallocKeepSize == 0 {
-		if err := s.checkQuota(int64(end) - int64(a.Size)); err != nil {
-			return Attr{}, err
-		}
+		grow = max(int64(end)-int64(a.Size), 0)
+	}
+	if err := s.checkQuota(grow); err != nil {
+		return Attr{}, err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()

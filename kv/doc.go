@@ -10,7 +10,8 @@
 // belongs to one inode shares the prefix 'I' ino, so deleting an inode is one
 // range deletion and reading a directory is one prefix scan.
 //
-//	'M' name                      meta: format version, next inode number, inode count
+//	'M' name                      meta: format version, next inode number, inode count,
+//	                              the usage count of files, journal and audit (usage.go)
 //	'M' 'u:' name                 meta kept by the layers above (GetMeta, SetMeta)
 //	'I' ino 'a'                   attributes (Attr, fixed-size binary)
 //	'I' ino 'c' chunk             file data: bytes [chunk*ChunkSize, ...) of the file,
@@ -25,8 +26,10 @@
 //	'I' ino 'x' name              extended attribute value
 //	'O' ino                       orphan: nlink reached 0 while the inode was in use
 //	'J' seq                       journal record (journal.go); the oldest are deleted by
-//	                              TrimJournal once synced, the newest is always kept
-//	'A' id                        audit record of an agent tool call (audit.go)
+//	                              TrimJournal once synced, the newest is always kept;
+//	                              counted in the usage and the quota
+//	'A' id                        audit record of an agent tool call (audit.go); counted
+//	                              in the usage and the quota, never trimmed
 //
 // Inode numbers come from a persisted counter and are never reused, so the
 // kernel's node ids can be the inode numbers themselves (the root is 1).

@@ -1,5 +1,3 @@
-//go:build redteam
-
 package kv
 
 import (
@@ -7,13 +5,14 @@ import (
 	"testing"
 )
 
-// TestRedteamJournalOutgrowsQuota: every change is journaled with the
-// whole path of what it changed, and the journal counts toward no quota
-// (kept 7 days even once synced). Deep in a tree of long names (which the
-// kernel lets the sandbox make a level at a time, and which cost the
-// quota only their names), each create or remove writes the whole path:
-// a workspace with a quota of 4 MiB wrote far more than that to disk.
-func TestRedteamJournalOutgrowsQuota(t *testing.T) {
+// TestJournalDeepPathsWithinQuota (was TestRedteamJournalOutgrowsQuota):
+// deep in a tree of long names (which the kernel lets the sandbox make a
+// level at a time, and which cost the quota only their names), each
+// create or remove used to journal the whole path, uncounted: a workspace
+// with a quota of 4 MiB wrote 78 MiB of paths in 800 changes. Now a record
+// holds at most MaxRecordPath of a path, the journal counts, and the
+// creates stop with EDQUOT while the removes go on.
+func TestJournalDeepPathsWithinQuota(t *testing.T) {
 	opts := quietOptions()
 	opts.Quota = 4 << 20
 	s, err := Open(t.TempDir()+"/store", opts)
@@ -30,14 +29,16 @@ func TestRedteamJournalOutgrowsQuota(t *testing.T) {
 		}
 		dir = a.Ino
 	}
-	used, quota := s.Usage()
 	start := s.LastSeq()
-	for i := 0; i < 400; i++ {
+	refused := 0
+	for i := 0; i < 4000; i++ {
 		if _, err := s.Create(dir, "f", NewInode{Mode: S_IFREG | 0o644}); err != nil {
-			t.Fatal(err)
+			wantQuotaErr(t, "create", err)
+			refused++
+			continue
 		}
 		if err := s.Unlink(dir, "f"); err != nil {
-			t.Fatal(err)
+			t.Fatalf("unlink %d: %v", i, err)
 		}
 	}
 	var journal int64
@@ -47,8 +48,11 @@ func TestRedteamJournalOutgrowsQuota(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("usage %d KiB of a %d KiB quota; 800 changes journaled %d MiB of paths", used>>10, quota>>10, journal>>20)
-	if journal > quota {
-		t.Errorf("the journal holds %d MiB for a workspace whose quota is %d MiB", journal>>20, quota>>20)
+	u := s.UsageDetail()
+	t.Logf("count %d KiB of a %d KiB quota (journal %d KiB); the changes journaled %d KiB of paths; %d creates refused",
+		u.Used>>10, u.Quota>>10, u.Journal>>10, journal>>10, refused)
+	if u.Used > quotaBound(u.Quota) || journal > u.Journal || refused == 0 {
+		t.Errorf("the journal holds %d KiB of paths, counted %d KiB, for a workspace whose quota is %d KiB (%d refused)",
+			journal>>10, u.Journal>>10, u.Quota>>10, refused)
 	}
 }

@@ -98,8 +98,9 @@ type Options struct {
 	// room to write the memtables out when the store opens again;
 	// negative: none).
 	Ballast int64
-	// Quota bounds the workspace's logical size: file data, names, inodes
-	// and extended attributes (see usage.go; 0: none).
+	// Quota bounds the workspace's logical size: file data, names, inodes,
+	// extended attributes, and the journal's and the audit's records
+	// (see usage.go; 0: none).
 	Quota int64
 }
 
@@ -417,6 +418,8 @@ func (s *Store) initialize() error {
 	b.Set(keyNextIno, u64(RootIno+1), nil)
 	b.Set(keyInodes, u64(1), nil)
 	b.Set(keyUsage, u64(inodeCost), nil)
+	b.Set(keyJournalUsage, u64(0), nil)
+	b.Set(keyAuditUsage, u64(0), nil)
 	// The format version goes last in the batch only for readability: the
 	// batch is atomic, so a store either has all of these or none.
 	b.Set(keyFormat, u64(FormatVersion), nil)
@@ -587,19 +590,26 @@ func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
 
 // commit applies one operation's batch. It does not wait for the disk.
 func (s *Store) commit(b *pebble.Batch) error {
+	usage, err := s.accountAttrs(b)
+	if err != nil {
+		return err
+	}
+	return s.commitAccounted(b, usage)
+}
+
+// commitAccounted is commit for a batch whose change of the count
+// accountAttrs has found already.
+func (s *Store) commitAccounted(b *pebble.Batch, usage usage) error {
 	if s.space != nil && s.space.low.Load() {
 		if err := s.space.full(); err != nil {
 			return err
 		}
 	}
-	usage, err := s.accountAttrs(b)
-	if err != nil {
-		return err
-	}
 	s.attrs.begin(b)
 	s.usageMu.RLock() // against foldUsage (usage.go)
-	if err = b.Commit(pebble.NoSync); err == nil {
-		s.used.Add(usage)
+	err := b.Commit(pebble.NoSync)
+	if err == nil {
+		s.addUsage(usage)
 	}
 	s.usageMu.RUnlock()
 	if err != nil {

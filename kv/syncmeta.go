@@ -83,6 +83,8 @@ func (s *Store) CommitSync(origins []OriginUpdate, set map[string][]byte, del []
 // carries the sequence numbering across restarts). It returns how many
 // records went.
 func (s *Store) TrimJournal(upto uint64, before int64) (int, error) {
+	s.trimMu.Lock() // two trims would count the same records off twice
+	defer s.trimMu.Unlock()
 	last := s.SealJournal()
 	if last == 0 {
 		return 0, nil
@@ -92,19 +94,30 @@ func (s *Store) TrimJournal(upto uint64, before int64) (int, error) {
 		return 0, nil
 	}
 	var first, end uint64 // delete [first, end)
+	var cost int64
 	n := 0
-	err := s.ReadJournal(0, func(r Record) bool {
-		if r.Seq > upto || r.Time >= before {
-			return false
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: journalKey(1), UpperBound: journalKey(upto + 1)})
+	if err != nil {
+		return 0, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		seq := binary.BigEndian.Uint64(it.Key()[1:])
+		r, err := decodeRecord(seq, it.Value())
+		if err != nil {
+			it.Close()
+			return 0, err
+		}
+		if r.Time >= before {
+			break
 		}
 		if first == 0 {
-			first = r.Seq
+			first = seq
 		}
-		end = r.Seq + 1
+		end = seq + 1
+		cost += recordBytes(len(it.Key()), len(it.Value()))
 		n++
-		return true
-	})
-	if err != nil || n == 0 {
+	}
+	if err := it.Close(); err != nil || n == 0 {
 		return 0, err
 	}
 	b := s.db.NewBatch()
@@ -112,6 +125,7 @@ func (s *Store) TrimJournal(upto uint64, before int64) (int, error) {
 	if err := b.DeleteRange(journalKey(first), journalKey(end), nil); err != nil {
 		return 0, err
 	}
+	s.accountTo(b, keyJournalUsage, -cost)
 	return n, s.commit(b)
 }
 

@@ -13,34 +13,57 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Usage and quota. The store counts the workspace's logical size:
+// Usage and quota. The store counts the workspace's logical size in three
+// parts:
 //
-//   - every inode: inodeCost (its attributes and keys), plus the size of a
-//     regular file (its logical size: a sparse file counts what it reads,
-//     holes included, as chunks or a blob alike; a file still at its
-//     source counts too) or the length of a symlink's target;
-//   - every name (directory entry): nameCost of it (entry and back
-//     reference);
-//   - every extended attribute: its name and value.
+//   - files: every inode, inodeCost (its attributes and keys), plus the
+//     size of a regular file (its logical size: a sparse file counts what
+//     it reads, holes included, as chunks or a blob alike; a file still at
+//     its source counts too) or the length of a symlink's target; every
+//     name (directory entry), nameCost of it (entry, back reference, and
+//     room for the journal record of its removal: see below); every
+//     extended attribute, its name and value;
+//   - journal: every journal record, its key and value and recordCost;
+//   - audit: every audit record, likewise.
 //
-// The journal, Pebble's own overhead and the space of deletions not yet
-// compacted are not counted: the quota is what the workspace holds, which
-// removing files lowers at once.
+// Pebble's own overhead and the space of deletions not yet compacted are
+// not counted: the count is what the workspace holds, which removing
+// files, trimming the journal (TrimJournal, once synced) and the audit
+// lower at once.
 //
-// The count is kept in the key keyUsage as merge operands, one 8-byte
-// delta in the batch of each change that moves it, so that it is exact
-// after any crash with no scan (Pebble concatenates the operands; reading
-// sums them). Every foldEvery operands, and at open, the operands are
-// folded into one value (foldUsage); commits hold usageMu for reading so
-// that the fold sees all the operands before the value it writes. Check recomputes the
-// count from the inodes and reports a difference.
+// Each part is kept in its key (keyUsage, keyJournalUsage,
+// keyAuditUsage) as merge operands, one 8-byte delta in the batch of each
+// change that moves it, so that it is exact after any crash with no scan
+// (Pebble concatenates the operands; reading sums them). Every foldEvery
+// operands, and at open, the operands are folded into one value
+// (foldUsage); commits hold usageMu for reading so that the fold sees all
+// the operands before the value it writes. Check recomputes the parts from
+// the inodes and the records and reports a difference.
 //
-// With Options.Quota set, a change that adds to the count past the quota
-// fails with ErrQuota (EDQUOT, "Disk quota exceeded", as Linux's quotas
-// answer: the limit is the workspace's, not the disk's). Removals,
-// truncations and metadata changes always work. Changes under way at the
-// same moment are checked against the count before each other's, so the
-// quota can be exceeded by what they add together (a few FUSE writes).
+// With Options.Quota set, the quota bounds the three parts together:
+//
+//   - a change that adds to the count (data, names, xattrs, or only its
+//     journal record: a chmod, a rename, an overwrite) past the quota
+//     fails with ErrQuota (EDQUOT, "Disk quota exceeded", as Linux's
+//     quotas answer: the limit is the workspace's, not the disk's);
+//   - a change that frees space (unlink, rmdir, truncate down, removexattr,
+//     a rename over a file) always works while the count after it, its
+//     record included, stays within the quota and its grace (QuotaGrace);
+//     past that its record is written in its minimal form (paths cut to a
+//     short ancestor, see minimalRecord), which every unlink and rmdir
+//     pays for with the room its name reserved (nameRecordReserve), so a
+//     full workspace can always remove files; a truncate or removexattr
+//     that frees less than even its minimal record takes fails there with
+//     ErrQuota;
+//   - a tool call's audit record is refused past the quota and its grace
+//     (PutAudit; the tools then do not run the call).
+//
+// A write is checked before it touches data (checkQuota, which leaves
+// room for a small record) and its record is then always committed, so a
+// write can take the count past the quota by one record (a few KiB at
+// most: MaxRecordPath); changes under way at the same moment are checked
+// against the count before each other's, so the quota can be exceeded by
+// what they add together (a few FUSE writes).
 
 // ErrQuota is the answer to a change that would take the workspace past
 // its quota (Options.Quota).
@@ -51,8 +74,13 @@ var ErrQuota = &Error{"disk quota exceeded", syscall.EDQUOT}
 // and the back reference hold it).
 const (
 	inodeCost = 256
-	nameCost  = 64
+	nameCost  = 64 + nameRecordReserve
 )
+
+// nameRecordReserve is the part of a name's cost that pays for the
+// minimal journal record of its removal (minimalRecord), so that removing
+// a name never adds to the count past the quota.
+const nameRecordReserve = 192
 
 func nameBytes(name string) int64 { return nameCost + 2*int64(len(name)) }
 
@@ -66,14 +94,60 @@ func dataBytes(a *Attr) int64 {
 
 func xattrBytes(name string, value int) int64 { return int64(len(name) + value) }
 
-var keyUsage = []byte{pfxMeta, 'u', 's', 'e', 'd'}
+var (
+	keyUsage        = []byte{pfxMeta, 'u', 's', 'e', 'd'}
+	keyJournalUsage = []byte{pfxMeta, 'u', 's', 'e', 'd', 'j'}
+	keyAuditUsage   = []byte{pfxMeta, 'u', 's', 'e', 'd', 'a'}
+)
+
+// usage is the count in its parts.
+type usage struct{ files, journal, audit int64 }
+
+func (u usage) total() int64 { return u.files + u.journal + u.audit }
 
 // usageState is the part of Store that keeps the count.
 type usageState struct {
 	quota   atomic.Int64 // 0: none
-	used    atomic.Int64 // the count, with the changes being committed
+	used    atomic.Int64 // files, with the changes being committed
+	usedJ   atomic.Int64 // the journal's records
+	usedA   atomic.Int64 // the audit's records
 	usageMu sync.RWMutex // commits (read) against foldUsage (write)
 	ops     atomic.Int64 // operands since the last fold
+}
+
+// recordCost is what a journal or audit record counts besides its key
+// and value: Pebble's trailer and lengths.
+const recordCost = 16
+
+func recordBytes(key, value int) int64 { return int64(key+value) + recordCost }
+
+// QuotaGrace is how far past its quota a workspace may go for the records
+// of changes that free space and of tool calls: quota/16, at least 256 KiB,
+// at most 64 MiB.
+func QuotaGrace(quota int64) int64 {
+	if quota <= 0 {
+		return 0
+	}
+	return min(max(quota/16, 256<<10), 64<<20)
+}
+
+func (s *Store) usageNow() usage {
+	return usage{s.used.Load(), s.usedJ.Load(), s.usedA.Load()}
+}
+
+func (s *Store) addUsage(u usage) {
+	s.used.Add(u.files)
+	s.usedJ.Add(u.journal)
+	s.usedA.Add(u.audit)
+}
+
+// accountTo adds delta to the count of key's part, in b.
+func (s *Store) accountTo(b *pebble.Batch, key []byte, delta int64) {
+	if delta == 0 {
+		return
+	}
+	b.Merge(key, binary.BigEndian.AppendUint64(nil, uint64(delta)), nil)
+	s.ops.Add(1)
 }
 
 // foldEvery is how many operands gather before a commit folds them (8
@@ -82,30 +156,60 @@ const foldEvery = 1024
 
 // account adds delta to the count, in b: to the count in memory too once
 // b commits (commit, attrCache.committed).
-func (s *Store) account(b *pebble.Batch, delta int64) {
-	if delta == 0 {
-		return
-	}
-	b.Merge(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(delta)), nil)
-	s.ops.Add(1)
-}
+func (s *Store) account(b *pebble.Batch, delta int64) { s.accountTo(b, keyUsage, delta) }
 
-// checkQuota fails with ErrQuota if adding delta would take the count
-// past the quota.
+// checkQuota fails with ErrQuota if adding delta, and a small journal
+// record (minRecordCost), would take the count past the quota. A change
+// that frees (delta < 0) passes: commitRecords decides on its record.
 func (s *Store) checkQuota(delta int64) error {
 	quota := s.quota.Load()
-	if quota <= 0 || delta <= 0 {
+	if quota <= 0 || delta < 0 {
 		return nil
 	}
-	if used := s.used.Load(); used+delta > quota {
-		return fmt.Errorf("%w: the workspace holds %d MiB of its %d MiB quota", ErrQuota, used>>20, quota>>20)
+	if u := s.usageNow(); u.total()+delta+minRecordCost > quota {
+		return quotaError(u, quota, "")
 	}
 	return nil
 }
 
-// Usage returns the workspace's logical size (see usage.go) and its quota
-// (0: none).
-func (s *Store) Usage() (used, quota int64) { return s.used.Load(), s.quota.Load() }
+// minRecordCost is the room checkQuota leaves for a change's record.
+const minRecordCost = 64
+
+// quotaError is ErrQuota with the count's parts.
+func quotaError(u usage, quota int64, why string) error {
+	if why != "" {
+		why = ": " + why
+	}
+	return fmt.Errorf("%w: the workspace holds %s of its %s quota (files %s, journal %s, audit %s)%s",
+		ErrQuota, kib(u.total()), kib(quota), kib(u.files), kib(u.journal), kib(u.audit), why)
+}
+
+func kib(n int64) string {
+	if n >= 10<<20 || n <= -10<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// Usage returns the workspace's logical size (see usage.go: files,
+// journal and audit together) and its quota (0: none).
+func (s *Store) Usage() (used, quota int64) { return s.usageNow().total(), s.quota.Load() }
+
+// UsageReport is the count in its parts (see usage.go).
+type UsageReport struct {
+	Files   int64 `json:"files"`   // inodes, names, data, extended attributes
+	Journal int64 `json:"journal"` // the journal's records
+	Audit   int64 `json:"audit"`   // the audit's records
+	Used    int64 `json:"used"`    // the three together: what the quota bounds
+	Quota   int64 `json:"quota"`   // 0: none
+	Grace   int64 `json:"grace"`   // how far past the quota removals' and tool calls' records may go
+}
+
+// UsageDetail returns the count in its parts.
+func (s *Store) UsageDetail() UsageReport {
+	u, q := s.usageNow(), s.quota.Load()
+	return UsageReport{Files: u.files, Journal: u.journal, Audit: u.audit, Used: u.total(), Quota: q, Grace: QuotaGrace(q)}
+}
 
 // SetQuota sets the quota (Options.Quota; 0: none), for a store whose
 // quota is known only once it is open (the workspace's spec is in it).
@@ -113,9 +217,12 @@ func (s *Store) Usage() (used, quota int64) { return s.used.Load(), s.quota.Load
 // passthrough by it.
 func (s *Store) SetQuota(n int64) { s.quota.Store(max(n, 0)) }
 
-// readUsage reads the count: the sum of the value's 8-byte words.
-func (s *Store) readUsage() (int64, int, error) {
-	v, err := s.get(keyUsage)
+// readUsage reads the files' count: the sum of the value's 8-byte words.
+func (s *Store) readUsage() (int64, int, error) { return s.readCount(keyUsage) }
+
+// readCount reads one part of the count.
+func (s *Store) readCount(key []byte) (int64, int, error) {
+	v, err := s.get(key)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -142,33 +249,88 @@ func (s *Store) foldUsage(force bool) error {
 	if s.ops.Swap(0) == 0 && !force {
 		return nil
 	}
-	return s.db.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(s.used.Load())), pebble.NoSync)
+	b := s.db.NewBatch()
+	defer b.Close()
+	u := s.usageNow()
+	b.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(u.files)), nil)
+	b.Set(keyJournalUsage, binary.BigEndian.AppendUint64(nil, uint64(u.journal)), nil)
+	b.Set(keyAuditUsage, binary.BigEndian.AppendUint64(nil, uint64(u.audit)), nil)
+	return b.Commit(pebble.NoSync)
 }
 
 // loadUsage reads the count when the store opens; a store that has none
-// (made before it was kept) gets it counted.
+// (made before it was kept), or none of its journal and audit (made before
+// those counted, with a smaller nameCost), gets it counted.
 func (s *Store) loadUsage() error {
-	sum, n, err := s.readUsage()
+	files, n, err := s.readUsage()
+	var journal, audit int64
+	var nj, na int
+	if err == nil {
+		if journal, nj, err = s.readCount(keyJournalUsage); err == nil {
+			audit, na, err = s.readCount(keyAuditUsage)
+		}
+	}
 	if errors.Is(err, ErrNotFound) {
-		if sum, err = s.countUsage(); err != nil {
+		var u usage
+		if u, err = s.countUsage(); err != nil {
 			return err
 		}
-		s.log.Info("store: counted its usage", "bytes", sum)
-		err = s.db.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(sum)), pebble.Sync)
+		s.log.Info("store: counted its usage", "files", u.files, "journal", u.journal, "audit", u.audit)
+		files, journal, audit, n, nj, na = u.files, u.journal, u.audit, 1, 1, 1
+		b := s.db.NewBatch()
+		b.Set(keyUsage, binary.BigEndian.AppendUint64(nil, uint64(u.files)), nil)
+		b.Set(keyJournalUsage, binary.BigEndian.AppendUint64(nil, uint64(u.journal)), nil)
+		b.Set(keyAuditUsage, binary.BigEndian.AppendUint64(nil, uint64(u.audit)), nil)
+		err = b.Commit(pebble.Sync)
+		b.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("store %s: usage: %w", s.dir, err)
 	}
-	s.used.Store(sum)
-	if n <= 1 {
+	s.used.Store(files)
+	s.usedJ.Store(journal)
+	s.usedA.Store(audit)
+	if n <= 1 && nj <= 1 && na <= 1 {
 		return nil // folded already: an open writes nothing
 	}
 	return s.foldUsage(true)
 }
 
-// countUsage counts the usage from the inodes, skipping their data: one
-// pass over attributes, names and extended attributes.
-func (s *Store) countUsage() (int64, error) {
+// countUsage counts the usage from the inodes, skipping their data (one
+// pass over attributes, names and extended attributes), and from the
+// journal's and the audit's records.
+func (s *Store) countUsage() (usage, error) {
+	files, err := s.countFiles()
+	if err != nil {
+		return usage{}, err
+	}
+	journal, err := s.countRecords(pfxJournal)
+	if err != nil {
+		return usage{}, err
+	}
+	audit, err := s.countRecords(pfxAudit)
+	return usage{files, journal, audit}, err
+}
+
+// countRecords counts the records under one prefix (journal, audit).
+func (s *Store) countRecords(pfx byte) (int64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfx}, UpperBound: []byte{pfx + 1}})
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return 0, err
+		}
+		sum += recordBytes(len(it.Key()), len(v))
+	}
+	return sum, it.Close()
+}
+
+func (s *Store) countFiles() (int64, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxInode}, UpperBound: []byte{pfxInode + 1}})
 	if err != nil {
 		return 0, err
@@ -240,8 +402,8 @@ func (s *Store) inodeXattrs(ino uint64, skip string) (n int, bytes int64, err er
 // the batch replaces.
 //
 // It returns the change of the count that b makes in all (with the
-// operands its operation added before).
-func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
+// operands its operation added before), by part.
+func (s *Store) accountAttrs(b *pebble.Batch) (usage, error) {
 	type change struct {
 		ino  uint64
 		cost int64 // -1: deleted
@@ -257,21 +419,29 @@ func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
 		}
 		changes = append(changes, change{ino, cost})
 	}
-	var delta int64
+	var delta usage
 	newFrom := uint64(math.MaxUint64) // inodes from here on are new: none stored
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
 		if err != nil {
-			return 0, err
+			return usage{}, err
 		}
 		if !ok {
 			break
 		}
 		switch kind {
 		case pebble.InternalKeyKindMerge:
-			if len(v) == 8 && bytes.Equal(k, keyUsage) {
-				delta += int64(binary.BigEndian.Uint64(v))
+			if len(v) == 8 && len(k) >= len(keyUsage) && bytes.Equal(k[:len(keyUsage)], keyUsage) {
+				d := int64(binary.BigEndian.Uint64(v))
+				switch {
+				case len(k) == len(keyUsage):
+					delta.files += d
+				case bytes.Equal(k, keyJournalUsage):
+					delta.journal += d
+				case bytes.Equal(k, keyAuditUsage):
+					delta.audit += d
+				}
 			}
 		case pebble.InternalKeyKindSet:
 			if bytes.Equal(k, keyNextIno) {
@@ -308,12 +478,13 @@ func (s *Store) accountAttrs(b *pebble.Batch) (int64, error) {
 		case errors.Is(err, ErrCorrupt):
 			attrs -= inodeCost
 		case err != ErrNotFound:
-			return 0, err
+			return usage{}, err
 		}
 		if c.cost >= 0 {
 			attrs += c.cost
 		}
 	}
 	s.account(b, attrs)
-	return delta + attrs, nil
+	delta.files += attrs
+	return delta, nil
 }

@@ -215,7 +215,7 @@ func (s *Store) StatFs() (StatFs, error) {
 		// The quota is the size (df shows it), what it leaves is free,
 		// within what the file system has.
 		bs := uint64(st.Bsize)
-		left := uint64(max(quota-s.used.Load(), 0)) / bs
+		left := uint64(max(quota-s.usageNow().total(), 0)) / bs
 		fs.Blocks = uint64(quota) / bs
 		fs.Bfree, fs.Bavail = min(left, st.Bfree), min(left, st.Bavail)
 	}

@@ -548,10 +548,14 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 		if r.Actor.Entry == syncActor.Entry {
 			continue
 		}
-		for _, p := range []string{r.Path, r.Path2} {
-			rel, ok := relPath(src.Path, p)
+		for i, p := range []string{r.Path, r.Path2} {
+			cut := i == 0 && r.PathCut || i == 1 && r.Path2Cut
+			rel, ok := touchedRel(src.Path, p, cut)
 			if !ok || p == "" {
 				continue
+			}
+			if cut {
+				worktree = true // somewhere under rel: the worktree too, maybe
 			}
 			if !touched || r.Seq < first {
 				first = r.Seq

@@ -26,11 +26,7 @@ type Touch struct {
 // are left out.
 func Touches(root string, recs []kv.Record) map[string]*Touch {
 	out := map[string]*Touch{}
-	add := func(p string, r *kv.Record) {
-		rel, ok := relPath(root, p)
-		if !ok {
-			return
-		}
+	add := func(rel string, r *kv.Record) {
 		t := out[rel]
 		if t == nil {
 			out[rel] = &Touch{Rel: rel, First: r.Seq, Time: r.Time}
@@ -41,12 +37,30 @@ func Touches(root string, recs []kv.Record) map[string]*Touch {
 	}
 	for i := range recs {
 		r := &recs[i]
-		add(r.Path, r)
-		if r.Path2 != "" {
-			add(r.Path2, r)
+		if rel, ok := touchedRel(root, r.Path, r.PathCut); ok {
+			add(rel, r)
+		}
+		if rel, ok := touchedRel(root, r.Path2, r.Path2Cut); ok && (r.Path2 != "" || r.Path2Cut) {
+			add(rel, r)
 		}
 	}
 	return out
+}
+
+// touchedRel returns the path relative to root that a record's path p
+// names, if it is root or below it. A cut path (kv.Record.PathCut) is the
+// nearest ancestor of what changed: when it is root or above it, the
+// change may be anywhere in root ("").
+func touchedRel(root, p string, cut bool) (string, bool) {
+	if rel, ok := relPath(root, p); ok {
+		return rel, true
+	}
+	if cut && strings.HasPrefix(p, "/") {
+		if _, ok := relPath(p, root); ok {
+			return "", true
+		}
+	}
+	return "", false
 }
 
 // relPath returns p relative to root, if p is root or below it.

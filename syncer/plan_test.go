@@ -16,7 +16,7 @@ import (
 // TestPlan runs testdata/plan: scripts of journal records and store states
 // with the pending paths, decisions and cursor moves they must give.
 //
-//	touches root=/s       records, one a line: SEQ TIME OP PATH [PATH2]
+//	touches root=/s       records, one a line: SEQ TIME OP PATH [PATH2] (PATH/...: cut)
 //	decide key=K          a state: [exists ino=N ctime=N] [origin=KEY,ID,CTIME] [version=V] [conflict]
 //	ready now=N debounce=N closed=N   with the touch time in the input
 //	advance cursor=N last=N [notdone=N,N]
@@ -41,9 +41,18 @@ func TestPlan(t *testing.T) {
 				if len(f) < 4 {
 					t.Fatalf("%s: record %q", d.Pos, line)
 				}
-				r := kv.Record{Seq: num(f[0]), Time: int64(num(f[1])), Path: f[3]}
+				// A path ending in "/..." is cut (kv.Record.PathCut): the
+				// nearest ancestor of what changed.
+				cut := func(p string) (string, bool) {
+					if q, ok := strings.CutSuffix(p, "/..."); ok {
+						return q + map[bool]string{true: "/"}[q == ""], true
+					}
+					return p, false
+				}
+				r := kv.Record{Seq: num(f[0]), Time: int64(num(f[1]))}
+				r.Path, r.PathCut = cut(f[3])
 				if len(f) > 4 {
-					r.Path2 = f[4]
+					r.Path2, r.Path2Cut = cut(f[4])
 				}
 				recs = append(recs, r)
 			}

@@ -9,6 +9,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"path"
 	"sort"
@@ -74,6 +75,8 @@ type Syncer struct {
 	mu       sync.Mutex // guards closed and the sources' status fields
 	closed   map[uint64]int64
 	lastTrim time.Time
+	// lastQuotaTrim: when the loop last trimmed for the quota.
+	lastQuotaTrim time.Time
 
 	// passes numbers the passes that go to a remote (an S3 pass with
 	// something to put or delete, a git pass that runs), from 1 in each
@@ -334,6 +337,23 @@ func (s *Syncer) cycle(ctx context.Context) {
 			s.opts.Log.Error("journal trim failed", "err", err)
 		}
 	}
+	if s.nearQuota() && now.Sub(s.lastQuotaTrim) >= quotaTrimEvery {
+		s.lastQuotaTrim = now
+		if _, err := s.Trim(now); err != nil {
+			s.opts.Log.Error("journal trim failed", "err", err)
+		}
+	}
+}
+
+// quotaTrimEvery is how often the loop trims the journal while the
+// workspace is near its quota.
+const quotaTrimEvery = 2 * time.Second
+
+// nearQuota tells whether the workspace holds 7/8 of its quota or more
+// (the journal and the audit count in it: kv's usage).
+func (s *Syncer) nearQuota() bool {
+	u := s.st.UsageDetail()
+	return u.Quota > 0 && u.Used >= u.Quota-u.Quota/8
 }
 
 // Sync writes back everything pending now, debounce or not, conflicts
@@ -347,7 +367,10 @@ func (s *Syncer) Sync(ctx context.Context) Report {
 }
 
 // Trim deletes journal records that every source has synced and that are
-// older than the retention. It returns how many went.
+// older than the retention, or, while the workspace holds 7/8 of its
+// quota or more (the journal counts in it), every record synced whatever
+// its age: the quota wins over the retention. Records not yet synced stay
+// (sync back needs them); the quota bounds them. It returns how many went.
 func (s *Syncer) Trim(now time.Time) (int, error) {
 	if s.opts.Retention < 0 {
 		return 0, nil
@@ -358,9 +381,14 @@ func (s *Syncer) Trim(now time.Time) (int, error) {
 	for _, src := range s.srcs {
 		upto = min(upto, src.cursor)
 	}
-	n, err := s.st.TrimJournal(upto, now.Add(-s.opts.Retention).UnixNano())
+	before := now.Add(-s.opts.Retention).UnixNano()
+	near := s.nearQuota()
+	if near {
+		before = math.MaxInt64
+	}
+	n, err := s.st.TrimJournal(upto, before)
 	if n > 0 {
-		s.opts.Log.Info("journal trimmed", "records", n, "synced_up_to", upto)
+		s.opts.Log.Info("journal trimmed", "records", n, "synced_up_to", upto, "near_quota", near)
 	}
 	return n, err
 }

@@ -170,7 +170,20 @@ func do[A any, R summarizer](ctx context.Context, t *Tools, tool string, args A,
 	c := &call{id: id, actor: kv.Actor{Entry: "tools", Request: strconv.FormatUint(id, 10)}}
 	c.fs = t.fs.As(c.actor)
 	rec := &kv.AuditRecord{ID: id, Tool: tool, Args: auditArgs(args), Start: start.UnixNano(), Actor: c.actor}
+	// Past the workspace's quota the audit keeps a short record (the
+	// arguments as one digest, the result or error cut short); past its
+	// grace too the call is refused before it runs, so that nothing that
+	// ran goes unrecorded.
+	short := false
+	if full, _ := t.st.AuditRoom(auditSize(rec)); !full {
+		short = true
+		rec.Args = shortArgs(rec.Args)
+	}
 	if err := t.st.PutAudit(rec); err != nil {
+		if errors.Is(err, kv.ErrQuota) {
+			t.log.Warn("audit: a tool call refused: no room for its record", "tool", tool, "id", id, "err", err)
+			return zero, fmt.Errorf("%s was not run: %w; free space in the workspace or raise its quota", tool, err)
+		}
 		return zero, fmt.Errorf("audit: %w", err)
 	}
 	before := t.st.LastSeq()
@@ -210,6 +223,10 @@ func do[A any, R summarizer](ctx context.Context, t *Tools, tool string, args A,
 	} else {
 		rec.Result = auditText(res.summary())
 	}
+	if full, _ := t.st.AuditRoom(auditSize(rec)); short || !full {
+		rec.Args = shortArgs(rec.Args)
+		rec.Error, rec.Result = cutText(rec.Error, shortAuditText), cutText(rec.Result, shortAuditText)
+	}
 	if jerr := t.st.ReadJournal(before, func(r kv.Record) bool {
 		if r.Actor == c.actor {
 			if rec.JournalFirst == 0 {
@@ -241,12 +258,34 @@ const (
 	maxAuditText = 2 << 10
 )
 
+// shortAuditText is how long an error or a summary may be in the short
+// record a call gets past the workspace's quota.
+const shortAuditText = 200
+
+// shortArgs is args for a short record: as they are if short, else
+// their digest.
+func shortArgs(args string) string {
+	if len(args) <= shortAuditText {
+		return args
+	}
+	return encodeArgs(digest(args))
+}
+
+// auditSize is about what rec takes in the store.
+func auditSize(rec *kv.AuditRecord) int64 {
+	js, _ := json.Marshal(rec)
+	return int64(len(js)) + 1
+}
+
 // auditText is s cut to maxAuditText bytes, with its length.
-func auditText(s string) string {
-	if len(s) <= maxAuditText {
+func auditText(s string) string { return cutText(s, maxAuditText) }
+
+// cutText is s cut to n bytes, with its length.
+func cutText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxAuditText
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

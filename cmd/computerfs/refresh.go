@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
 )
 
@@ -127,6 +128,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(st)
 	}
 	fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d, agent %s)\n", st.Mountpoint, st.Store, st.Pid, st.Agent)
+	fmt.Fprintf(stdout, "  usage %s: files %s, journal %s, audit %s\n", usageOf(st.Usage), mib(st.Usage.Files), mib(st.Usage.Journal), mib(st.Usage.Audit))
 	for _, s := range st.Sources {
 		fmt.Fprintf(stdout, "  %-20s %-7s %-16s %s\n", textsafe.Name(s.Path), s.Kind, "sync: "+s.Sync, textsafe.Text(s.From))
 		if s.SyncState != nil {
@@ -135,3 +137,13 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// usageOf is "12.3 MiB of a 100.0 MiB quota", or "12.3 MiB (no quota)".
+func usageOf(u kv.UsageReport) string {
+	if u.Quota <= 0 {
+		return mib(u.Used) + " (no quota)"
+	}
+	return mib(u.Used) + " of a " + mib(u.Quota) + " quota"
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
