@@ -39,7 +39,7 @@ import (
 //	toupper/tolower(s)    -> toupper(__computerfs_case(s))
 //	x ~ dynamic regex     -> x ~ __computerfs_re(r)            the compiled program's size
 //	every input record    -> its fields, before any pattern splits it
-//	loops, functions      -> __computerfs_step() in every turn and call
+//	loops, functions      -> __computerfs_step() every 64th turn and call
 //
 // Operands a check needs and the operation uses again are evaluated once:
 // one without side effects is written twice, any other is kept in a
@@ -55,6 +55,11 @@ import (
 // the watchdog sees: arrays growing one element a statement, caches of
 // up to 100 compiled regexes and formats, records of at most 10 MB read
 // from the input, the keys of a for-in.
+
+// awkStep is the step of a loop turn or function call: the native call
+// costs a microsecond, so it is made every 64th (goawk itself looks at
+// its context every 1000 instructions, and every check looks too).
+const awkStep = "if (" + awkTemp + "step++ % 64 == 0) " + awkStepFunc + "()\n"
 
 // Native functions of the rewrite.
 const (
@@ -238,20 +243,39 @@ func (g *awkGuard) regex(re string) *regexp.Regexp {
 	return r
 }
 
-// countMatches returns the matches of re in s and their total length.
-// It builds the unmatched rest of s (at most len(s)), which is charged.
-func (g *awkGuard) countMatches(re, s string) (int64, int64, bool) {
+// countMatches returns the matches of re in s and their total length,
+// as far as enough(n, total) is false: it stops there (the operation
+// will not fit), and when the call is stopped. It builds the unmatched
+// rest of s (at most len(s)), which is charged.
+func (g *awkGuard) countMatches(re, s string, enough func(n, total int64) bool) (n, total int64, ok bool) {
 	r := g.regex(re)
 	if r == nil {
 		return 0, 0, false
 	}
+	if lit, complete := r.LiteralPrefix(); complete && lit != "" {
+		// a plain string: counted as the regex finds it, leftmost
+		// and without overlap, without building anything
+		n = int64(strings.Count(s, lit))
+		return n, n * int64(len(lit)), true
+	}
 	if g.alloc(int64(len(s))) != nil {
 		return 0, 0, false
 	}
-	n, total := int64(0), int64(0)
+	type stop struct{}
+	defer func() {
+		if v := recover(); v != nil {
+			if _, is := v.(stop); !is {
+				panic(v)
+			}
+			ok = true
+		}
+	}()
 	r.ReplaceAllStringFunc(s, func(m string) string {
 		n++
 		total += int64(len(m))
+		if enough(n, total) || n%65536 == 0 && g.step() != nil {
+			panic(stop{})
+		}
 		return ""
 	})
 	return n, total, true
@@ -268,13 +292,23 @@ func (g *awkGuard) sub(re, repl, in string, global bool) error {
 		matches = 1
 	}
 	bound := awkBuild*(l+matches*lit+amps*l) + awkReBytes*int64(len(re))
-	if bound > g.room() {
-		// Worth counting: few matches are the common case.
-		if n, total, ok := g.countMatches(re, in); ok {
-			if !global {
-				n, total = min(n, 1), min(total, l)
+	if room := g.room(); bound > room {
+		// Worth counting: few matches are the common case. The
+		// count stops once what the matches so far make alone does
+		// not fit.
+		over := func(n, total int64) bool { return awkBuild*(n*lit+amps*total) > room }
+		enough := over
+		if !global {
+			enough = func(n, _ int64) bool { return n >= 1 } // sub replaces the first
+		}
+		if n, total, ok := g.countMatches(re, in, enough); ok {
+			if !global && n > 1 { // a plain string's matches are all counted
+				n, total = 1, total/n
 			}
 			bound = awkBuild*(l-total+n*lit+amps*total) + awkReBytes*int64(len(re))
+			if over(n, total) {
+				bound = max(bound, room+1)
+			}
 		}
 	}
 	return g.alloc(bound)
@@ -304,7 +338,8 @@ func (g *awkGuard) pieces(s, fs string, per int64) error {
 			n = l + 1
 		}
 	default:
-		m, _, ok := g.countMatches(fs, s)
+		room := g.room()
+		m, _, ok := g.countMatches(fs, s, func(n, _ int64) bool { return n*(per+awkMatchBytes) > room })
 		if !ok {
 			return g.alloc(bound)
 		}
@@ -443,7 +478,7 @@ func (w *awkWriter) program(p reflect.Value) {
 	}
 	if hasActions {
 		// every record's fields are charged before any pattern splits it
-		w.b.WriteString(awkRecFunc + "($0, FS) && 0 { }\n")
+		w.b.WriteString("substr($0, " + strconv.Itoa(awkSmallChars+1) + ") != \"\" && " + awkRecFunc + "($0, FS) && 0 { }\n")
 	}
 	actions := p.FieldByName("Actions")
 	for i := 0; i < actions.Len(); i++ {
@@ -476,7 +511,7 @@ func (w *awkWriter) program(p reflect.Value) {
 		outer := w.b
 		w.b = strings.Builder{}
 		w.inFn, w.temps = true, nil
-		w.b.WriteString(awkStepFunc + "()\n")
+		w.b.WriteString(awkStep)
 		w.stmts(f.FieldByName("Body"))
 		body := w.b.String()
 		w.b = outer
@@ -526,14 +561,23 @@ func (w *awkWriter) stmt(sv reflect.Value) {
 		return
 	}
 	f := s.FieldByName
-	step := awkStepFunc + "()\n"
+	step := awkStep
 	switch kind {
 	case "PrintStmt", "PrintfStmt":
 		args := f("Args")
 		var parts []string
 		if kind == "PrintfStmt" {
-			parts = w.format(args)
-			w.b.WriteString("printf ")
+			fast, cond, slow := w.format(args)
+			if cond != "" {
+				// written as an if, the fast path first
+				w.b.WriteString("if (" + cond + ") ")
+				w.printf(fast, f)
+				w.b.WriteString("\nelse ")
+				w.printf(slow, f)
+				return
+			}
+			w.printf(slow, f)
+			return
 		} else {
 			for i := 0; i < args.Len(); i++ {
 				parts = append(parts, w.expr(args.Index(i)))
@@ -607,19 +651,44 @@ func (w *awkWriter) stmt(sv reflect.Value) {
 	}
 }
 
-// format returns the arguments of sprintf or printf with the format
-// checked.
-func (w *awkWriter) format(args reflect.Value) []string {
-	if args.Len() == 0 {
-		return nil
+// printf writes a printf statement of the given arguments.
+func (w *awkWriter) printf(parts []string, f func(string) reflect.Value) {
+	w.b.WriteString("printf " + strings.Join(parenthesized(parts), ", "))
+	if _, _, ok := node(f("Dest")); ok {
+		w.b.WriteString(" " + lexer.Token(f("Redirect").Int()).String() + " " + w.expr(f("Dest")))
 	}
-	var check, use []string
+}
+
+// format returns the arguments of sprintf or printf with the format
+// checked (slow), and if the format is a literal whose own output is
+// short and the operands may be short, the arguments as written (fast)
+// and the test that the operands are short (cond; "" if there is no
+// fast path, "1" if it needs no test).
+func (w *awkWriter) format(args reflect.Value) (fast []string, cond string, slow []string) {
+	if args.Len() == 0 {
+		return nil, "", nil
+	}
+	var check, use, texts []string
+	var nodes []reflect.Value
 	for i := 1; i < args.Len(); i++ {
 		c, u := w.twice(args.Index(i))
 		check, use = append(check, c), append(use, u)
+		texts, nodes = append(texts, w.expr(args.Index(i))), append(nodes, args.Index(i))
 	}
 	f := w.expr(args.Index(0))
-	return append([]string{awkFmtFunc + "(" + strings.Join(append([]string{f}, check...), ", ") + ")"}, use...)
+	slow = append([]string{awkFmtFunc + "(" + strings.Join(append([]string{f}, check...), ", ") + ")"}, use...)
+	if e, kind, _ := node(args.Index(0)); kind == "StrExpr" {
+		format := e.FieldByName("Value").String()
+		if !strings.Contains(format, "*") && fmtBound(format, nil) <= 64<<10 {
+			if c, ok := smallOperands(nodes, texts); ok {
+				if c == "" {
+					c = "1"
+				}
+				return append([]string{f}, texts...), c, slow
+			}
+		}
+	}
+	return nil, "", slow
 }
 
 // twice returns an expression to evaluate first and one to use after it
@@ -779,8 +848,16 @@ func (w *awkWriter) expr(ev reflect.Value) string {
 		switch op {
 		case lexer.CONCAT:
 			var parts []string
-			w.concat(e, &parts)
-			return awkCatFunc + "(" + strings.Join(parts, ", ") + ")"
+			var nodes []reflect.Value
+			w.concat(e, &parts, &nodes)
+			cat := awkCatFunc + "(" + strings.Join(parts, ", ") + ")"
+			if cond, ok := smallOperands(nodes, parts); ok {
+				if cond == "" {
+					return "(" + strings.Join(parenthesized(parts), " ") + ")"
+				}
+				return "((" + cond + ") ? (" + strings.Join(parenthesized(parts), " ") + ") : " + cat + ")"
+			}
+			return cat
 		case lexer.MATCH, lexer.NOT_MATCH:
 			return "((" + w.expr(f("Left")) + ") " + op.String() + " " + w.regex(f("Right")) + ")"
 		}
@@ -834,15 +911,64 @@ func (w *awkWriter) expr(ev reflect.Value) string {
 }
 
 // concat flattens a chain of concatenations into its operands.
-func (w *awkWriter) concat(e reflect.Value, parts *[]string) {
+func (w *awkWriter) concat(e reflect.Value, parts *[]string, nodes *[]reflect.Value) {
 	for _, side := range []string{"Left", "Right"} {
 		o, kind, _ := node(e.FieldByName(side))
 		if kind == "BinaryExpr" && lexer.Token(o.FieldByName("Op").Int()) == lexer.CONCAT {
-			w.concat(o, parts)
+			w.concat(o, parts, nodes)
 			continue
 		}
 		*parts = append(*parts, w.expr(e.FieldByName(side)))
+		*nodes = append(*nodes, e.FieldByName(side))
 	}
+}
+
+// The fast path: an operation on a few short operands runs as written,
+// unchecked, after a test that each is short (substr(x, 257) looks at
+// 256 characters at most and copies nothing; goawk counts characters, not
+// bytes, at some nanoseconds each); what it makes is then at most some
+// tens of kilobytes. Only operands without side effects, and of short
+// text (the operation is written twice), take it.
+const (
+	awkSmallChars = 256 // characters of a short operand: 1 KiB at most
+	awkSmallOps   = 8   // operands of an operation that takes the fast path
+	awkSmallText  = 128 // bytes of an operand's text that is written twice
+)
+
+// smallOperands returns the test that the operands are short (empty if
+// all are short literals), or false if the operation cannot take the
+// fast path.
+func smallOperands(nodes []reflect.Value, texts []string) (string, bool) {
+	if len(nodes) > awkSmallOps {
+		return "", false
+	}
+	var conds []string
+	for i, n := range nodes {
+		e, kind, _ := node(n)
+		switch {
+		case kind == "NumExpr":
+			continue
+		case kind == "StrExpr" && !e.FieldByName("Regex").Bool() && utf8.RuneCountInString(e.FieldByName("Value").String()) <= awkSmallChars:
+			continue
+		case !pure(n) || len(texts[i]) > awkSmallText:
+			return "", false
+		}
+		conds = append(conds, awkShort(texts[i], awkSmallChars))
+	}
+	return strings.Join(conds, " && "), true
+}
+
+// awkShort is a test that x has at most n characters.
+func awkShort(x string, n int) string {
+	return "substr(" + x + ", " + strconv.Itoa(n+1) + ") == \"\""
+}
+
+func parenthesized(parts []string) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = "(" + p + ")"
+	}
+	return out
 }
 
 // assign returns an assignment (op "" or an arithmetic operator) with
@@ -889,13 +1015,32 @@ func (w *awkWriter) call(fn lexer.Token, args reflect.Value) string {
 		}
 		reCheck, re := w.regexString(args.Index(0))
 		repl := arg(1)
+		// the fast path: a short target, a replacement of 64 characters
+		// at most: some 70 KB at most
+		fast := ""
+		if pure(args.Index(0)) && pure(args.Index(1)) && len(re) <= awkSmallText && len(repl) <= awkSmallText {
+			fast = awkShort(repl, 64)
+		}
 		if args.Len() < 3 {
-			return name + "(" + re + ", " + awkSubFunc + "(" + reCheck + ", " + repl + ", $0, " + global + "))"
+			call := name + "(" + re + ", " + awkSubFunc + "(" + reCheck + ", " + repl + ", $0, " + global + "))"
+			if fast != "" {
+				return "((" + fast + " && " + awkShort("$0", awkSmallChars) + ") ? " + name + "(" + re + ", " + repl + ") : " + call + ")"
+			}
+			return call
 		}
 		target, value := w.lvalue(args.Index(2))
-		return name + "(" + re + ", " + awkSubFunc + "(" + reCheck + ", " + repl + ", " + value + ", " + global + "), " + target + ")"
+		call := name + "(" + re + ", " + awkSubFunc + "(" + reCheck + ", " + repl + ", " + value + ", " + global + "), " + target + ")"
+		if fast != "" && pure(args.Index(2)) && len(value) <= awkSmallText {
+			return "((" + fast + " && " + awkShort(value, awkSmallChars) + ") ? " + name + "(" + re + ", " + repl + ", " + target + ") : " + call + ")"
+		}
+		return call
 	case lexer.F_SPRINTF:
-		return name + "(" + strings.Join(w.format(args), ", ") + ")"
+		fast, cond, slow := w.format(args)
+		call := name + "(" + strings.Join(slow, ", ") + ")"
+		if cond != "" {
+			return "((" + cond + ") ? " + name + "(" + strings.Join(fast, ", ") + ") : " + call + ")"
+		}
+		return call
 	case lexer.F_SPLIT:
 		s := arg(0)
 		arr := arg(1)
