@@ -243,23 +243,24 @@ func (g *awkGuard) regex(re string) *regexp.Regexp {
 	return r
 }
 
-// countMatches returns the matches of re in s and their total length,
-// as far as enough(n, total) is false: it stops there (the operation
-// will not fit), and when the call is stopped. It builds the unmatched
-// rest of s (at most len(s)), which is charged.
-func (g *awkGuard) countMatches(re, s string, enough func(n, total int64) bool) (n, total int64, ok bool) {
+// countMatches returns the matches of re in s and their total length;
+// it stops early (early: n and total count only the matches so far) once
+// enough(n, total), and when the call is stopped. It builds the unmatched
+// rest of s (at most len(s)), which is charged. ok is false if re does
+// not compile.
+func (g *awkGuard) countMatches(re, s string, enough func(n, total int64) bool) (n, total int64, early, ok bool) {
 	r := g.regex(re)
 	if r == nil {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	if lit, complete := r.LiteralPrefix(); complete && lit != "" {
 		// a plain string: counted as the regex finds it, leftmost
 		// and without overlap, without building anything
 		n = int64(strings.Count(s, lit))
-		return n, n * int64(len(lit)), true
+		return n, n * int64(len(lit)), false, true
 	}
 	if g.alloc(int64(len(s))) != nil {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	type stop struct{}
 	defer func() {
@@ -267,7 +268,7 @@ func (g *awkGuard) countMatches(re, s string, enough func(n, total int64) bool) 
 			if _, is := v.(stop); !is {
 				panic(v)
 			}
-			ok = true
+			early, ok = true, true
 		}
 	}()
 	r.ReplaceAllStringFunc(s, func(m string) string {
@@ -278,7 +279,7 @@ func (g *awkGuard) countMatches(re, s string, enough func(n, total int64) bool) 
 		}
 		return ""
 	})
-	return n, total, true
+	return n, total, false, true
 }
 
 // sub charges what sub or gsub makes of in: the unmatched text, the
@@ -296,19 +297,17 @@ func (g *awkGuard) sub(re, repl, in string, global bool) error {
 		// Worth counting: few matches are the common case. The
 		// count stops once what the matches so far make alone does
 		// not fit.
-		over := func(n, total int64) bool { return awkBuild*(n*lit+amps*total) > room }
-		enough := over
+		enough := func(n, total int64) bool { return awkBuild*(n*lit+amps*total) > room }
 		if !global {
 			enough = func(n, _ int64) bool { return n >= 1 } // sub replaces the first
 		}
-		if n, total, ok := g.countMatches(re, in, enough); ok {
+		// stopped early, the count says only that the cheap bound
+		// stands (sub: that the first match is found)
+		if n, total, early, ok := g.countMatches(re, in, enough); ok && (!early || !global) {
 			if !global && n > 1 { // a plain string's matches are all counted
 				n, total = 1, total/n
 			}
 			bound = awkBuild*(l-total+n*lit+amps*total) + awkReBytes*int64(len(re))
-			if over(n, total) {
-				bound = max(bound, room+1)
-			}
 		}
 	}
 	return g.alloc(bound)
@@ -339,8 +338,8 @@ func (g *awkGuard) pieces(s, fs string, per int64) error {
 		}
 	default:
 		room := g.room()
-		m, _, ok := g.countMatches(fs, s, func(n, _ int64) bool { return n*(per+awkMatchBytes) > room })
-		if !ok {
+		m, _, early, ok := g.countMatches(fs, s, func(n, _ int64) bool { return n*(per+awkMatchBytes) > room })
+		if !ok || early {
 			return g.alloc(bound)
 		}
 		return g.alloc((m+1)*(per+awkMatchBytes) + int64(strings.Count(s, "\n"))*per)

@@ -338,3 +338,40 @@ func TestAwkOrdinaryPrograms(t *testing.T) {
 		t.Logf("%-70.70s goawk %6.1f ms, fast path %6.1f ms", src, plain.Seconds()*1e3, time.Since(start).Seconds()*1e3)
 	}
 }
+
+// TestAwkGuardCountsAll: when the cheap bound of sub, gsub or split does
+// not fit and the matches are counted, what is charged is still at least
+// what the operation makes, also when the count stops early (a guard
+// whose room is small, as before a collection, and that allows all, as
+// after it).
+func TestAwkGuardCountsAll(t *testing.T) {
+	const mb = `m = sprintf("%1000000s", ""); `
+	for _, c := range []struct {
+		src  string
+		made int64
+	}{
+		{`BEGIN { ` + mb + `r = sprintf("%100s", ""); gsub(/ /, "\\&", r); gsub(/ |q/, r, m) }`, 100e6},
+		{`BEGIN { ` + mb + `r = sprintf("%100s", ""); gsub(/ /, "\\&", r); gsub(/ /, r, m) }`, 100e6},
+		{`BEGIN { ` + mb + `gsub(/ +|q/, "xxxxxxxxxx", m) }`, 1e6},
+		{`BEGIN { ` + mb + `gsub(/ |q/, "xxxxxxxxxx", m) }`, 10e6},
+		{`BEGIN { ` + mb + `sub(/ +|q/, "&&&&&&&&&&", m) }`, 10e6},
+		{`BEGIN { ` + mb + `gsub(/ /, "a,", m); n = split(m, a, /,|;/) }`, 1e6 * awkElemBytes},
+	} {
+		largest := int64(0)
+		natives := awkNatives(&awkGuard{
+			step:  func() error { return nil },
+			alloc: func(n int64) error { largest = max(largest, n); return nil },
+			room:  func() int64 { return 4 << 20 },
+		})
+		guarded, err := guardAwk(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runAwkOn(t, guarded, "", natives); err != nil {
+			t.Fatalf("%q: %v", c.src, err)
+		}
+		if largest < c.made {
+			t.Errorf("%q makes %d bytes, charged %d at most", c.src, c.made, largest)
+		}
+	}
+}
