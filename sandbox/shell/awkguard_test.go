@@ -185,11 +185,11 @@ func TestAwkGuardMeaning(t *testing.T) {
 
 // TestAwkGuardCharges: every operation that makes much more than its
 // program holds is told of it before it runs. Each program makes some
-// 8 MB or more in one statement from operands of 1 MB or less; the
+// 800 kB or more in one statement from operands of 100 kB or less; the
 // guard must be told of at least that in one allocation, and a guard
-// that refuses above 4 MB must stop the program.
+// that refuses above 400 kB must stop the program.
 func TestAwkGuardCharges(t *testing.T) {
-	const mb = `m = sprintf("%1000000s", ""); `
+	const mb = `m = sprintf("%100000s", ""); `
 	for _, src := range []string{
 		`BEGIN { ` + mb + `s = m m m m m m m m }`,
 		`BEGIN { ` + mb + `a[1] = m; s = a[1] a[1] a[1] a[1] a[1] a[1] a[1] a[1] }`,
@@ -202,16 +202,16 @@ func TestAwkGuardCharges(t *testing.T) {
 		`BEGIN { ` + mb + `a[1] = m; gsub(/ /, "xxxxxxxx", a[1]) }`,
 		`BEGIN { ` + mb + `$0 = m; gsub(/ /, "xxxxxxxx") }`,
 		`BEGIN { ` + mb + `$0 = "a"; $2 = m; gsub(/ /, "xxxxxxxx", $2) }`,
-		`BEGIN { s = sprintf("%9000000d", 1) }`,
-		`BEGIN { s = sprintf("%*d%*d%*d%*d%*d%*d%*d%*d%*d", 999999, 1, 999999, 1, 999999, 1, 999999, 1, 999999, 1, 999999, 1, 999999, 1, 999999, 1, 999999, 1) }`,
+		`BEGIN { s = sprintf("%900000d", 1) }`,
+		`BEGIN { s = sprintf("%*d%*d%*d%*d%*d%*d%*d%*d%*d", 99999, 1, 99999, 1, 99999, 1, 99999, 1, 99999, 1, 99999, 1, 99999, 1, 99999, 1, 99999, 1) }`,
 		`BEGIN { ` + mb + `s = sprintf("%s%s%s%s%s%s%s%s", m, m, m, m, m, m, m, m) }`,
-		`BEGIN { printf "%9000000d", 1 }`,
+		`BEGIN { printf "%900000d", 1 }`,
 		`BEGIN { ` + mb + `OFS = m; $0 = "x"; NF = 8 }`,
 		`BEGIN { ` + mb + `OFS = m; $0 = "x"; NF += 8 }`,
 		`BEGIN { ` + mb + `OFS = m; $8 = "x" }`,
 		`BEGIN { ` + mb + `OFS = m; $0 = "a b c d e f g h"; $1 = $1 }`,
 		`BEGIN { ` + mb + `OFS = m; $0 = "a"; $8++ }`,
-		`BEGIN { NF = 1000000 }`,
+		`BEGIN { NF = 100000 }`,
 		`BEGIN { ` + mb + `gsub(/ /, "a ", m); n = split(m, arr) }`,
 		`BEGIN { ` + mb + `n = split(m, arr, "") }`,
 		`BEGIN { ` + mb + `gsub(/ /, "a,", m); n = split(m, arr, /,/) }`,
@@ -229,23 +229,23 @@ func TestAwkGuardCharges(t *testing.T) {
 		if _, err := runAwkOn(t, guarded, "", g.natives()); err != nil {
 			t.Fatalf("%q guarded as %q: %v", src, guarded, err)
 		}
-		if g.largest < 8e6 {
-			t.Errorf("%q: the largest allocation charged is %d bytes, want 8 MB or more", src, g.largest)
+		if g.largest < 8e5 {
+			t.Errorf("%q: the largest allocation charged is %d bytes, want 800 kB or more", src, g.largest)
 		}
 		refused := false
 		stop := awkNatives(&awkGuard{
 			step: func() error { return nil },
 			alloc: func(n int64) error {
-				if n > 4<<20 {
+				if n > 400<<10 {
 					refused = true
 					return errMemoryLimit
 				}
 				return nil
 			},
-			room: func() int64 { return 4 << 20 },
+			room: func() int64 { return 400 << 10 },
 		})
 		if _, err := runAwkOn(t, guarded, "", stop); err == nil || !refused {
-			t.Errorf("%q: not refused by a guard of 4 MB: %v", src, err)
+			t.Errorf("%q: not refused by a guard of 400 kB: %v", src, err)
 		}
 	}
 }
@@ -253,7 +253,7 @@ func TestAwkGuardCharges(t *testing.T) {
 // TestAwkGuardRecords: an input record is charged for the fields it
 // splits into before any pattern reads one.
 func TestAwkGuardRecords(t *testing.T) {
-	line := strings.Repeat("a,", 1<<20) + "\n"
+	line := strings.Repeat("a,", 1<<17) + "\n"
 	for _, src := range []string{`{ n += NF } END { print n }`, `$2 == "a" { n++ } END { print n }`, `BEGIN { FS = "," } { print NF }`, `BEGIN { FS = ",+" } { print NF }`, `{ getline; print NF }`} {
 		g := &freeGuard{}
 		guarded, err := guardAwk(src)
@@ -263,8 +263,8 @@ func TestAwkGuardRecords(t *testing.T) {
 		if _, err := runAwkOn(t, guarded, line+line, g.natives()); err != nil {
 			t.Fatalf("%q: %v", src, err)
 		}
-		if g.largest < 1<<20*awkFieldBytes {
-			t.Errorf("%q: a record of a million fields was charged %d bytes at most", src, g.largest)
+		if g.largest < 1<<17*awkFieldBytes {
+			t.Errorf("%q: a record of 131072 fields was charged %d bytes at most", src, g.largest)
 		}
 	}
 }
@@ -345,23 +345,23 @@ func TestAwkOrdinaryPrograms(t *testing.T) {
 // whose room is small, as before a collection, and that allows all, as
 // after it).
 func TestAwkGuardCountsAll(t *testing.T) {
-	const mb = `m = sprintf("%1000000s", ""); `
+	const mb = `m = sprintf("%100000s", ""); `
 	for _, c := range []struct {
 		src  string
 		made int64
 	}{
-		{`BEGIN { ` + mb + `r = sprintf("%100s", ""); gsub(/ /, "\\&", r); gsub(/ |q/, r, m) }`, 100e6},
-		{`BEGIN { ` + mb + `r = sprintf("%100s", ""); gsub(/ /, "\\&", r); gsub(/ /, r, m) }`, 100e6},
-		{`BEGIN { ` + mb + `gsub(/ +|q/, "xxxxxxxxxx", m) }`, 1e6},
-		{`BEGIN { ` + mb + `gsub(/ |q/, "xxxxxxxxxx", m) }`, 10e6},
-		{`BEGIN { ` + mb + `sub(/ +|q/, "&&&&&&&&&&", m) }`, 10e6},
-		{`BEGIN { ` + mb + `gsub(/ /, "a,", m); n = split(m, a, /,|;/) }`, 1e6 * awkElemBytes},
+		{`BEGIN { ` + mb + `r = sprintf("%100s", ""); gsub(/ /, "\\&", r); gsub(/ |q/, r, m) }`, 10e6},
+		{`BEGIN { ` + mb + `r = sprintf("%100s", ""); gsub(/ /, "\\&", r); gsub(/ /, r, m) }`, 10e6},
+		{`BEGIN { ` + mb + `gsub(/ +|q/, "xxxxxxxxxx", m) }`, 1e5},
+		{`BEGIN { ` + mb + `gsub(/ |q/, "xxxxxxxxxx", m) }`, 1e6},
+		{`BEGIN { ` + mb + `sub(/ +|q/, "&&&&&&&&&&", m) }`, 1e6},
+		{`BEGIN { ` + mb + `gsub(/ /, "a,", m); n = split(m, a, /,|;/) }`, 1e5 * awkElemBytes},
 	} {
 		largest := int64(0)
 		natives := awkNatives(&awkGuard{
 			step:  func() error { return nil },
 			alloc: func(n int64) error { largest = max(largest, n); return nil },
-			room:  func() int64 { return 4 << 20 },
+			room:  func() int64 { return 400 << 10 },
 		})
 		guarded, err := guardAwk(c.src)
 		if err != nil {
