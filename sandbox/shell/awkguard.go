@@ -138,6 +138,28 @@ func (c *cmd) awkFuncs() (map[string]any, func()) {
 	}), done
 }
 
+// awkVars charges what the assignments of -v and of the operands make:
+// NF (with OFS) makes fields and a record. vars are name, value pairs.
+func (c *cmd) awkVars(vars []string) error {
+	ofs, nf := " ", ""
+	for i := 0; i+1 < len(vars); i += 2 {
+		switch vars[i] {
+		case "OFS":
+			ofs = vars[i+1]
+		case "NF":
+			nf = vars[i+1]
+		}
+	}
+	if nf == "" {
+		return nil
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(nf), 64)
+	if err != nil {
+		return nil // awk takes it as 0
+	}
+	return c.awkAlloc(nfBound(n, ofs, ""))
+}
+
 // awkAlloc charges n bytes an awk operation is about to allocate; it
 // refuses, stopping the call, if they do not fit in the budget even once
 // garbage is collected and the watchdog has looked again.
@@ -433,7 +455,7 @@ func fmtBound(format string, args []string) int64 {
 
 // guardAwk returns src rewritten as the top of this file says. src must
 // parse (the caller reports its errors as written).
-func guardAwk(src string) (string, error) {
+func guardAwk(src string) (guarded string, err error) {
 	prog, err := parser.ParseProgram([]byte(src), nil)
 	if err != nil {
 		return "", err
@@ -441,7 +463,7 @@ func guardAwk(src string) (string, error) {
 	w := &awkWriter{}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("awk program not supported by the shell fast path: %v", r)
+			guarded, err = "", fmt.Errorf("awk program not supported by the shell fast path: %v", r)
 		}
 	}()
 	w.program(reflect.ValueOf(&prog.ResolvedProgram.Program).Elem())
@@ -611,6 +633,9 @@ func (w *awkWriter) stmt(sv reflect.Value) {
 		w.b.WriteString(") ")
 		w.block(f("Body"), step)
 	case "ForInStmt":
+		if f("Var").String() == "NF" {
+			panic("NF as the variable of a for-in loop")
+		}
 		w.b.WriteString("for (" + f("Var").String() + " in " + f("Array").String() + ") ")
 		w.block(f("Body"), step)
 	case "WhileStmt":
@@ -804,8 +829,13 @@ func (w *awkWriter) lvalue(ev reflect.Value) (string, string) {
 	panic("lvalue " + kind)
 }
 
-// checkedLvalue is the first form of lvalue.
+// checkedLvalue is the first form of lvalue, for getline and sub or
+// gsub, which cannot set NF here: what NF is set to makes fields and
+// the record rebuilt, and there is no place to check it first.
 func (w *awkWriter) checkedLvalue(ev reflect.Value) string {
+	if e, kind, _ := node(ev); kind == "VarExpr" && e.FieldByName("Name").String() == "NF" {
+		panic("NF set by getline, sub or gsub")
+	}
 	first, _ := w.lvalue(ev)
 	return first
 }
@@ -866,7 +896,7 @@ func (w *awkWriter) expr(ev reflect.Value) string {
 	case "AugAssignExpr":
 		return "(" + w.assign(f("Left"), lexer.Token(f("Op").Int()).String(), f("Right")) + ")"
 	case "IncrExpr":
-		left := w.checkedLvalue(f("Expr"))
+		left, _ := w.lvalue(f("Expr")) // NF++ adds one field
 		op := lexer.Token(f("Op").Int()).String()
 		if f("Pre").Bool() {
 			return "(" + op + left + ")"
@@ -1027,6 +1057,7 @@ func (w *awkWriter) call(fn lexer.Token, args reflect.Value) string {
 			}
 			return call
 		}
+		w.checkedLvalue(args.Index(2)) // not NF
 		target, value := w.lvalue(args.Index(2))
 		call := name + "(" + re + ", " + awkSubFunc + "(" + reCheck + ", " + repl + ", " + value + ", " + global + "), " + target + ")"
 		if fast != "" && pure(args.Index(2)) && len(value) <= awkSmallText {

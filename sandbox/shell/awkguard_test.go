@@ -375,3 +375,26 @@ func TestAwkGuardCountsAll(t *testing.T) {
 		}
 	}
 }
+
+// TestAwkGuardRefusesNF: NF set where it cannot be checked first (read
+// by getline, replaced by sub or gsub, the variable of a for-in) makes a
+// program the fast path does not run: NF = 1000000 with a long OFS
+// makes a record of a million times OFS at once.
+func TestAwkGuardRefusesNF(t *testing.T) {
+	for _, src := range []string{
+		`BEGIN { OFS = sprintf("%1000000s", ""); $0 = "x"; getline NF }`,
+		`BEGIN { OFS = sprintf("%1000000s", ""); $0 = "x"; getline NF < "-" }`,
+		`BEGIN { OFS = sprintf("%1000000s", ""); $0 = "x"; n = "1000000"; sub(/.*/, n, NF) }`,
+		`BEGIN { OFS = sprintf("%1000000s", ""); $0 = "x"; a[1000000]; for (NF in a) ; }`,
+	} {
+		if g, err := guardAwk(src); err == nil {
+			t.Errorf("%q is run, as %q", src, g)
+		}
+	}
+	s, _ := newShell(t)
+	var out bytes.Buffer
+	res, err := s.Exec(context.Background(), "echo 1000000 | awk '"+`BEGIN { OFS = sprintf("%1000000s", ""); $0 = "x"; getline NF }`+"'", ExecOptions{Stdout: &out, Stderr: &out, Timeout: time.Minute})
+	if err != nil || res.ExitCode == 0 || !strings.Contains(out.String(), "not supported") {
+		t.Errorf("getline NF: %v %+v %q", err, res, out.String())
+	}
+}

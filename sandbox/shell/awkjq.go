@@ -150,6 +150,9 @@ operands:
 	if len(files) == 1 {
 		config.Vars = append(config.Vars, "FILENAME", files[0])
 	}
+	if err := c.awkVars(config.Vars); err != nil {
+		return 2
+	}
 	awk, err := interp.New(prog)
 	if err != nil {
 		c.errorf("%v", err)

@@ -87,6 +87,8 @@ var awkBombs = []string{
 	`yes | awk '{ while ((getline) > 0) s = s s $0 }'`,
 	`awk 'BEGIN { OFS = sprintf("%100000s", ""); $0 = "x"; NF = 1000000 }'`,
 	`awk 'BEGIN { OFS = sprintf("%100000s", ""); $1000000 = "x" }'`,
+	`awk -v OFS="$(printf '%01000000d' 0)" -v NF=1000000 'BEGIN { }'`,
+	`echo | awk -v OFS="$(printf '%01000000d' 0)" '{ print }' NF=1000000`,
 	`awk 'BEGIN { OFS = sprintf("%1000000s", ""); $0 = "a b c d e f g h"; while (1) { $1 = $1; OFS = OFS OFS } }'`,
 	`awk 'BEGIN { s = "a,a,a,a,a,a,a,a,a,a,"; for (i = 0; i < 6; i++) s = s s s s s s s s s s; FS = ","; $0 = s s; print NF }'`,
 	`head -c 9000000 /dev/zero | tr '\0' a | awk -F 'x*' '{ print NF }'`,
