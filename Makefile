@@ -8,7 +8,7 @@ TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
 
-.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy stress run lint fuzz clean
+.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits stress run lint fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,7 +27,7 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
-bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy ## benchmark the mount against tmpfs, disk, go-fuse's loopback and the floor (loopback over tmpfs with our mount options); imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
+bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits ## benchmark the mount against tmpfs, disk, go-fuse's loopback and the floor (loopback over tmpfs with our mount options); imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
 	./bench/run.sh
 
 bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
@@ -50,6 +50,9 @@ bench-sync: ## benchmark sync back against the S3 SDK and git push-back against 
 bench-policy: ## what the agent identity and ten path rules cost the fast path and the mount (variants interleaved in one run; medians and ratios of CPU and wall time; BENCH_POLICY_ROUNDS)
 	$(GO) test -tags '$(TAGS)' -run '^$$' -bench PolicyFastPath -benchtime 1x -timeout 30m ./sandbox/shell/ | tee bench/policy.txt
 	$(GO) test -tags '$(TAGS)' -run '^$$' -bench PolicyMount -benchtime 1x -timeout 30m . | tee -a bench/policy.txt
+
+bench-limits: ## what the fast path's memory guards cost: guarded shell statements and awk programs against the same unguarded, alternating (ratios)
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench 'Guards|AwkGuard' -benchtime 5x -timeout 30m ./sandbox/shell/ | tee bench/limits.txt
 
 stress: ## long randomized and parallel tests against the mount
 	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/

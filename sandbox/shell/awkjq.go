@@ -83,8 +83,14 @@ operands:
 		c.errorf("%v", err) // positions in the program as written
 		return 2
 	}
-	funcs := map[string]any{awkStepFunc: c.awkStep()}
-	prog, err := parser.ParseProgram([]byte(guardAwk(progSrc)), &parser.ParserConfig{Funcs: funcs})
+	guarded, err := guardAwk(progSrc)
+	if err != nil {
+		c.errorf("%v", err)
+		return 2
+	}
+	funcs, done := c.awkFuncs()
+	defer done()
+	prog, err := parser.ParseProgram([]byte(guarded), &parser.ParserConfig{Funcs: funcs})
 	if err != nil {
 		c.errorf("%v", err)
 		return 2
@@ -143,6 +149,9 @@ operands:
 	}
 	if len(files) == 1 {
 		config.Vars = append(config.Vars, "FILENAME", files[0])
+	}
+	if err := c.awkVars(config.Vars); err != nil {
+		return 2
 	}
 	awk, err := interp.New(prog)
 	if err != nil {

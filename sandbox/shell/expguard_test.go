@@ -4,15 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -167,54 +161,14 @@ func TestExpansionBombs(t *testing.T) {
 	if raceEnabled {
 		limit = 8 << 30
 	}
-	cg, remove := memCgroup(t, limit)
-	defer remove()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestExpansionBombs$", "-test.v", "-test.count=1", "-test.timeout=20m")
-	cmd.Env = append(os.Environ(), "COMPUTERFS_EXPBOMB_CHILD=1")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal(err)
-	}
-	stdin.Write([]byte("go\n"))
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the child test died or failed: %v (%s)", err, cmd.ProcessState)
-	}
+	runInMemCgroup(t, "TestExpansionBombs", "COMPUTERFS_EXPBOMB_CHILD", limit)
 }
 
 func expansionBombsChild(t *testing.T) {
-	buf := make([]byte, 3)
-	os.Stdin.Read(buf) // in the cgroup now
+	waitForCgroup(t)
 	s, _ := newShell(t)
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-		}
-	}()
-	defer func() { close(stop); wg.Wait() }()
+	peak, stop := heapPeak()
+	defer stop()
 	const budget = 256 << 20
 	for _, b := range expansionShares {
 		runtime.GC()

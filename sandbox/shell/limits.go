@@ -108,6 +108,10 @@ type memBudget struct {
 	once     sync.Once
 	what     atomic.Value // string: what crossed the limit
 	stop     func()
+	// what awk's checks allowed (awkguard.go) and the heap may still
+	// hold: accounted memory to the watchdog, shrunk to what the heap
+	// holds after a collection (settle)
+	pending atomic.Int64
 	// the watchdog's, under its lock: what the accounting knew at this
 	// tick and the last
 	acc, lastAcc int64
@@ -120,7 +124,9 @@ func newBudget(limit int64, stop func()) *memBudget {
 }
 
 // total is the call's memory as far as it is known.
-func (b *memBudget) total() int64 { return b.used.Load() + b.vars.Load() + b.est.Load() }
+func (b *memBudget) total() int64 {
+	return b.used.Load() + b.vars.Load() + b.est.Load() + b.pending.Load()
+}
 
 // exceed stops the call, naming what crossed the limit.
 func (b *memBudget) exceed(what string) {
@@ -421,7 +427,7 @@ func (w *memWatch) tick() bool {
 	heap := heapObjects()
 	acc := int64(0)
 	for b := range w.calls {
-		b.lastAcc, b.acc = b.acc, b.used.Load()+b.vars.Load()
+		b.lastAcc, b.acc = b.acc, b.used.Load()+b.vars.Load()+b.pending.Load()
 		acc += b.acc
 	}
 	// growth not explained by the accounting
@@ -473,21 +479,7 @@ func (w *memWatch) tick() bool {
 	w.mu.Unlock()
 	runtime.GC()
 	w.mu.Lock()
-	w.lastGC = time.Now()
-	heap = heapObjects()
-	unacc := int64(heap) - int64(w.base) - acc - memSlack
-	sum := int64(0)
-	for b := range w.calls {
-		sum += b.est.Load()
-	}
-	if unacc < sum {
-		for b := range w.calls {
-			if sum > 0 {
-				b.est.Store(max(0, b.est.Load()*max(unacc, 0)/sum))
-			}
-		}
-	}
-	w.last = heap
+	w.settle()
 	sort.Slice(over, func(i, j int) bool { return over[i].total() > over[j].total() })
 	for _, b := range over {
 		if _, ok := w.calls[b]; ok && b.total() > b.limit {
@@ -497,6 +489,51 @@ func (w *memWatch) tick() bool {
 		}
 	}
 	return true
+}
+
+// settle, after a collection, shrinks what the calls are charged beyond
+// their accounting to what the heap still holds: first what awk's checks
+// allowed, then the watchdog's estimates. Under w.mu.
+func (w *memWatch) settle() {
+	w.lastGC = time.Now()
+	heap := heapObjects()
+	fixed, pend, sum := int64(0), int64(0), int64(0)
+	for b := range w.calls {
+		fixed += b.used.Load() + b.vars.Load()
+		pend += b.pending.Load()
+		sum += b.est.Load()
+	}
+	live := max(int64(heap)-int64(w.base)-fixed, 0)
+	if pend > live {
+		for b := range w.calls {
+			b.pending.Store(b.pending.Load() * live / pend)
+		}
+		pend = live
+	}
+	unacc := live - pend - memSlack
+	if unacc < sum {
+		for b := range w.calls {
+			if sum > 0 {
+				b.est.Store(max(0, b.est.Load()*max(unacc, 0)/sum))
+			}
+		}
+	}
+	acc := int64(0)
+	for b := range w.calls {
+		b.acc = b.used.Load() + b.vars.Load() + b.pending.Load()
+		b.lastAcc = b.acc
+		acc += b.acc
+	}
+	w.last, w.lastAcc = heap, acc
+}
+
+// collect collects garbage and settles the calls' charges (for awk's
+// checks, before they refuse an operation).
+func (w *memWatch) collect() {
+	runtime.GC()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.settle()
 }
 
 // attribute gives heap growth not explained by the accounting to the
