@@ -31,23 +31,33 @@ type durableFS struct {
 	hard   atomic.Int32
 	noSync bool // Options.NoSync: no file or directory is ever synced
 
-	spare     string // the spare log's path (see takeSpare)
-	spareMu   sync.Mutex
-	haveSpare bool
+	// Files Pebble cannot fail to write (it panics): a new log and a new
+	// manifest are spares made in advance (see spare).
+	logSpare, manifestSpare spare
 }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
+
+func isManifest(name string) bool { return strings.HasPrefix(filepath.Base(name), "MANIFEST-") }
 
 func (d *durableFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err == nil && d.noSync {
 		return noSyncFile{f}, nil
 	}
-	if err != nil || !isWAL(name) {
+	if err != nil {
 		return f, err
 	}
-	w := &walFile{File: f, fs: d}
-	w.reserve()
-	return w, nil
+	switch {
+	case isWAL(name):
+		w := &walFile{aheadFile: aheadFile{File: f, reserve: walReserve}, fs: d}
+		w.allocate()
+		return w, nil
+	case isManifest(name):
+		m := &aheadFile{File: f, reserve: manifestReserve}
+		m.allocate()
+		return m, nil
+	}
+	return f, nil
 }
 
 func (d *durableFS) OpenDir(name string) (vfs.File, error) {
@@ -65,9 +75,22 @@ func (noSyncFile) Sync() error                { return nil }
 func (noSyncFile) SyncData() error            { return nil }
 func (noSyncFile) SyncTo(int64) (bool, error) { return true, nil }
 
+// spareFor is the spare for a new file of Pebble's named name, or nil.
+func (d *durableFS) spareFor(name string) *spare {
+	switch {
+	case d.noSync:
+		return nil
+	case isWAL(name):
+		return &d.logSpare
+	case isManifest(name):
+		return &d.manifestSpare
+	}
+	return nil
+}
+
 func (d *durableFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	if isWAL(name) {
-		if f := d.takeSpare(name, c); f != nil {
+	if sp := d.spareFor(name); sp != nil {
+		if f := sp.take(d.FS, name, c); f != nil {
 			return d.wrap(name, f, nil)
 		}
 	}
@@ -75,76 +98,104 @@ func (d *durableFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, erro
 	return d.wrap(name, f, err)
 }
 
-// A new log is a file that Pebble must be able to write, or it panics, and
-// memtables (which start small) make one often. So the store keeps a
-// spare: a file of size 0 with walReserve allocated past its end, made
-// while there is space (at open, and after each use); a new log is the
-// spare renamed, and needs no new space even on a full file system.
+// A new log or manifest is a file that Pebble must be able to write, or
+// it panics: memtables (which start small) make a new log often, and
+// every open and every 128 MB of manifest make a new manifest. So the
+// store keeps a spare of each: a file of size 0 with its reserve
+// allocated past its end, made while there is space (at open, and after
+// each use); the new file is the spare renamed, and needs no new space
+// even on a full file system.
+type spare struct {
+	path string // "" for none
+	size int64  // allocated past its end
+	mu   sync.Mutex
+	have bool
+}
 
-// takeSpare renames the spare to name and opens it, or returns nil.
-func (d *durableFS) takeSpare(name string, c vfs.DiskWriteCategory) vfs.File {
-	if d.spare == "" || d.noSync {
+// take renames the spare to name and opens it, or returns nil.
+func (sp *spare) take(fs vfs.FS, name string, c vfs.DiskWriteCategory) vfs.File {
+	if sp.path == "" {
 		return nil
 	}
-	d.spareMu.Lock()
-	defer d.spareMu.Unlock()
-	if !d.haveSpare {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if !sp.have {
 		return nil
 	}
-	d.haveSpare = false
-	if err := os.Rename(d.spare, name); err != nil {
+	sp.have = false
+	if err := os.Rename(sp.path, name); err != nil {
 		return nil
 	}
-	f, err := d.FS.OpenReadWrite(name, c) // no O_TRUNC: that would free the space
+	f, err := fs.OpenReadWrite(name, c) // no O_TRUNC: that would free the space
 	if err != nil {
 		os.Remove(name)
 		return nil
 	}
-	d.makeSpareLocked() // for the next log: a create and a fallocate
+	sp.makeLocked() // for the next one: a create and a fallocate
 	return f
 }
 
-func (d *durableFS) hasSpare() bool {
-	d.spareMu.Lock()
-	defer d.spareMu.Unlock()
-	return d.haveSpare
+func (sp *spare) ready() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.path == "" || sp.have
 }
 
-// makeSpare makes the spare log if there is none; on a full file system
-// it fails, and the store's space guard calls it again later.
-func (d *durableFS) makeSpare() {
-	if d.spare == "" || d.noSync {
+// make makes the spare if there is none; on a full file system it fails,
+// and the store's space guard calls it again later.
+func (sp *spare) make() {
+	if sp.path == "" {
 		return
 	}
-	d.spareMu.Lock()
-	defer d.spareMu.Unlock()
-	d.makeSpareLocked()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.makeLocked()
 }
 
-func (d *durableFS) makeSpareLocked() {
-	if d.haveSpare {
+func (sp *spare) makeLocked() {
+	if sp.have {
 		return
 	}
-	f, err := os.OpenFile(d.spare, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(sp.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return
 	}
-	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, walReserve)
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, sp.size)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(d.spare)
+		os.Remove(sp.path)
 		return
 	}
-	d.haveSpare = true
+	sp.have = true
 }
+
+// setSpares names the spares' files in the store's directory dir and
+// makes them (a NoSync store has none).
+func (d *durableFS) setSpares(dir string) {
+	if d.noSync {
+		return
+	}
+	d.logSpare = spare{path: filepath.Join(dir, spareLogName), size: walReserve}
+	d.manifestSpare = spare{path: filepath.Join(dir, spareManifestName), size: manifestReserve}
+	d.makeSpares()
+}
+
+// makeSpares makes the spares that are missing.
+func (d *durableFS) makeSpares() {
+	d.logSpare.make()
+	d.manifestSpare.make()
+}
+
+// sparesReady reports whether every spare is there.
+func (d *durableFS) sparesReady() bool { return d.logSpare.ready() && d.manifestSpare.ready() }
 
 // ReuseForWrite takes the spare for a new log rather than the old log
 // Pebble recycles: that one is allocated only as far as it was written.
 func (d *durableFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	if isWAL(name) {
-		if f := d.takeSpare(name, c); f != nil {
+	if sp := d.spareFor(name); sp != nil {
+		if f := sp.take(d.FS, name, c); f != nil {
 			d.FS.Remove(old)
 			return d.wrap(name, f, nil)
 		}
@@ -175,31 +226,45 @@ func (d *durableFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) 
 
 func (d *durableFS) Unwrap() vfs.FS { return d.FS }
 
-type walFile struct {
+// aheadFile keeps reserve bytes allocated past the end it has written
+// (fallocate, keeping the size), so that while the file system is full
+// (space.go) the small writes that still go in need no new space. One
+// fallocate per half of it written.
+type aheadFile struct {
 	vfs.File
-	fs         *durableFS
-	off, alloc int64 // the end written, and allocated (walReserve ahead)
+	off, alloc int64 // the end written, and allocated
+	reserve    int64
 }
 
-// walReserve is how far the log keeps its space allocated ahead of its
-// end: when the file system is full (space.go), the small commits that
-// still go in (removals, metadata) need no new space. One fallocate per
-// half of it written.
+// walReserve is what a log keeps allocated ahead: the commits that go in
+// on a full file system (removals, metadata) are small.
 const walReserve = 4 << 20
 
-func (f *walFile) Write(p []byte) (int, error) {
+// manifestReserve is what a manifest keeps allocated ahead: an edit
+// (a flush, a compaction) is a few hundred bytes, and a new manifest
+// starts with one edit that lists every table (about 100 bytes each).
+const manifestReserve = 1 << 20
+
+func (f *aheadFile) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	f.off += int64(n)
-	if f.off+walReserve/2 > f.alloc {
-		f.reserve()
+	if f.off+f.reserve/2 > f.alloc {
+		f.allocate()
 	}
 	return n, err
 }
 
-func (f *walFile) reserve() {
-	if f.File.Preallocate(f.off, walReserve) == nil {
-		f.alloc = f.off + walReserve
+func (f *aheadFile) allocate() {
+	if f.File.Preallocate(f.off, f.reserve) == nil {
+		f.alloc = f.off + f.reserve
 	}
+}
+
+// walFile is a write-ahead log: synced only when a caller asked for
+// stable storage (see durableFS).
+type walFile struct {
+	aheadFile
+	fs *durableFS
 }
 
 func (f *walFile) Sync() error {
@@ -215,7 +280,7 @@ func (f *walFile) SyncData() error { return f.Sync() }
 // MB by default) ahead of each log, which a host of many mostly idle
 // workspaces pays in full for every one of them, and buys nothing
 // measurable here (BenchmarkAppendSync: the same time per synced append
-// without it). Write keeps walReserve instead.
+// without it). aheadFile keeps walReserve instead.
 func (f *walFile) Preallocate(offset, length int64) error { return nil }
 
 func (f *walFile) SyncTo(length int64) (bool, error) {

@@ -359,8 +359,8 @@ func TestMetrics(t *testing.T) {
 
 // TestSmallStoreIsSmall: a store holding a few small files takes a few
 // MiB of disk, not the memtable's size ahead in its write-ahead log (hosts
-// keep many mostly idle workspaces), besides its ballast and its spare log
-// (space.go), which are of the documented sizes.
+// keep many mostly idle workspaces), besides its ballast and its spare log and
+// manifest (space.go), which are of the documented sizes.
 func TestSmallStoreIsSmall(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
@@ -393,6 +393,10 @@ func TestSmallStoreIsSmall(t *testing.T) {
 			case spareLogName:
 				if blocks < walReserve || blocks > walReserve+1<<20 {
 					t.Errorf("the spare log holds %d bytes", blocks)
+				}
+			case spareManifestName:
+				if blocks < manifestReserve || blocks > manifestReserve+1<<20 {
+					t.Errorf("the spare manifest holds %d bytes", blocks)
 				}
 			default:
 				n += blocks

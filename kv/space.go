@@ -44,9 +44,10 @@ var ErrNoSpace = &Error{"no space left on device", syscall.ENOSPC}
 // removed first if it is still there) nothing commits, not even a
 // removal, so that someone else filling the file system again cannot make
 // Pebble write a log it has no room for. The log keeps walReserve
-// allocated ahead of its end, and a new log is a spare file allocated
-// ahead (durableFS.takeSpare), so the commits that do go in need no new
-// space.
+// allocated ahead of its end and the manifest manifestReserve, and a new
+// log or manifest is a spare file allocated ahead (durableFS.spareFor), so
+// the commits that do go in, and the flushes and compactions that follow
+// them, need no new space in the files Pebble cannot fail to write.
 
 // spaceGuard watches the free space of the store's file system. It looks
 // again (statfs, about a microsecond) after spaceCheckBytes of changes or
@@ -165,8 +166,8 @@ func (g *spaceGuard) look() {
 		g.wasFull.Store(false)
 		g.log.Info("store: space is back; the store takes new data again", "free_mib", free>>20)
 	}
-	if g.spare != nil && free > walReserve && !g.spare.hasSpare() {
-		g.spare.makeSpare()
+	if g.spare != nil && free > walReserve+manifestReserve && !g.spare.sparesReady() {
+		g.spare.makeSpares()
 	}
 	g.free.Store(free)
 	g.low.Store(free < g.reserve || g.wasFull.Load())
@@ -275,8 +276,12 @@ func freeSpace(dir string) (uint64, error) {
 	return st.Bavail * uint64(st.Bsize), nil
 }
 
-// spareLogName is the spare log's file (durableFS.takeSpare).
-const spareLogName = "spare.log"
+// spareLogName and spareManifestName are the spare log's and the spare
+// manifest's files (durableFS.spareFor).
+const (
+	spareLogName      = "spare.log"
+	spareManifestName = "spare.manifest"
+)
 
 // ballastName is the ballast's file in the store's directory.
 const ballastName = "ballast"

@@ -6,9 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // smallFS mounts a tmpfs of size bytes for one test.
@@ -371,4 +375,108 @@ func full(t *testing.T, i int, s *Store, kept map[string][]byte, round int, meta
 	if metaWorks && err != nil || err != nil && !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("store %d: chmod on a full disk: %v", i, err)
 	}
+}
+
+// TestFullDiskAfterFlush: the file system is filled to its last byte
+// right after each flush has written its table and before the manifest
+// records it (someone's writer racing the store, or the agent's through a
+// passthrough file), with no ballast left to give. Pebble panics on a
+// manifest it cannot write; the store's manifest is allocated ahead, so
+// every flush goes through and the store keeps everything.
+func TestFullDiskAfterFlush(t *testing.T) {
+	fsDir := smallFS(t, 96<<20)
+	dir := filepath.Join(fsDir, "store")
+	filler := filepath.Join(fsDir, "filler")
+	var armed atomic.Bool
+	var fills atomic.Int64
+	old := pebbleFS
+	pebbleFS = func(fs vfs.FS) vfs.FS {
+		return &tableHookFS{FS: fs, closed: func() {
+			if armed.Load() {
+				fill(t, filler, 0)
+				fills.Add(1)
+			}
+		}}
+	}
+	defer func() { pebbleFS = old }()
+	opts := Options{MemTableSize: 4 << 20, MinFree: 16 << 20, Ballast: -1}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 300
+	for i := range rounds {
+		// A compaction that wrote while the disk was full made the
+		// store low on space: it takes data again once it has looked.
+		var err error
+		for try := 0; try == 0 || errors.Is(err, ErrNoSpace) && try < 1000; try++ {
+			if try > 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			var a Attr
+			if a, err = s.Create(RootIno, "f"+strconv.Itoa(i), NewInode{Mode: S_IFREG | 0o644}); err == nil {
+				_, err = s.Write(a.Ino, 0, []byte(strconv.Itoa(i)))
+			}
+		}
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		armed.Store(true)
+		if err := s.db.Flush(); err != nil {
+			t.Fatalf("round %d: flush: %v", i, err)
+		}
+		armed.Store(false)
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fills.Load(); n < rounds {
+		t.Fatalf("the disk was filled after %d tables, not %d", n, rounds)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pebbleFS = old
+	if s, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range rounds {
+		a, err := s.Lookup(RootIno, "f"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatalf("f%d after a reopen: %v", i, err)
+		}
+		buf := make([]byte, 16)
+		n, _, err := s.Read(a.Ino, 0, buf)
+		if err != nil || string(buf[:n]) != strconv.Itoa(i) {
+			t.Fatalf("f%d after a reopen: %q %v", i, buf[:n], err)
+		}
+	}
+}
+
+// tableHookFS calls closed each time a table file Pebble wrote is closed.
+type tableHookFS struct {
+	vfs.FS
+	closed func()
+}
+
+func (fs *tableHookFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil || !strings.HasSuffix(name, ".sst") {
+		return f, err
+	}
+	return &tableHookFile{File: f, closed: fs.closed}, nil
+}
+
+type tableHookFile struct {
+	vfs.File
+	closed func()
+}
+
+func (f *tableHookFile) Close() error {
+	err := f.File.Close()
+	if err == nil {
+		f.closed()
+	}
+	return err
 }

@@ -248,7 +248,7 @@ func checkStoreDir(dir string) (fresh bool, err error) {
 	for _, e := range entries {
 		// The lock file, the daemon's log and the (empty) blobs directory
 		// may come before the database.
-		if n := e.Name(); n != "lock" && n != "daemon.log" && n != "blobs" && n != ballastName && n != spareLogName {
+		if n := e.Name(); n != "lock" && n != "daemon.log" && n != "blobs" && n != ballastName && n != spareLogName && n != spareManifestName {
 			empty = false
 		}
 	}
@@ -296,8 +296,8 @@ func lockStore(dir string) (*os.File, error) {
 func (s *Store) openDB(opts Options, fresh bool) error {
 	// A write of Pebble's that finds the file system full removes the
 	// ballast and is tried again (space.go).
-	s.fs = &durableFS{FS: vfs.OnDiskFull(vfs.Default, func() { s.space.diskFull() }), noSync: opts.NoSync, spare: filepath.Join(s.dir, spareLogName)}
-	s.fs.makeSpare()
+	s.fs = &durableFS{FS: vfs.OnDiskFull(pebbleFS(vfs.Default), func() { s.space.diskFull() }), noSync: opts.NoSync}
+	s.fs.setSpares(s.dir)
 	if s.space != nil {
 		s.space.spare = s.fs
 	}
@@ -707,6 +707,10 @@ func (s *Store) getUint64(key []byte) (uint64, error) {
 }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// pebbleFS is the file system under the store's database: the disk's.
+// Tests put a fault injector there.
+var pebbleFS = func(fs vfs.FS) vfs.FS { return fs }
 
 type pebbleLogger struct{ l *slog.Logger }
 
