@@ -8,22 +8,25 @@ TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
 
-.PHONY: help build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits stress run lint fuzz clean
+.PHONY: help deps build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits stress run lint fuzz clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/computerfs and bin/sandboxctl
+deps: ## install the Debian packages the build and the tests need and the machine lacks (scripts/packages.txt)
+	@./scripts/deps.sh
+
+build: deps ## build bin/computerfs and bin/sandboxctl
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/computerfs ./cmd/computerfs
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
-test: lint ## run every test under -race (needs root and /dev/fuse)
+test: deps lint ## run every test under -race (needs root and /dev/fuse)
 	$(GO) test -tags '$(TAGS)' $(TESTFLAGS) $(PKGS)
 
-test-short: ## the quick subset of the tests
+test-short: deps ## the quick subset of the tests
 	$(GO) test -tags '$(TAGS)' -short -count=1 $(PKGS)
 
-lint: ## gofmt and go vet
+lint: deps ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 

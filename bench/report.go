@@ -244,7 +244,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if haltsAtOnce(r.Host.CPUIdle) {
 		notes = append(notes, "Idle CPUs halt at once here (haltpoll, guest_halt_poll_ns 0): every FUSE request and answer "+
 			"that wakes a thread on another CPU goes through the hypervisor, which makes a round trip about three times "+
-			"as long as with polling (BENCH_HALT_POLL_NS=200000 make bench; see the README's Performance section).")
+			"as long as with polling (BENCH_HALT_POLL_NS=200000 make bench; see docs/performance.md).")
 	}
 	for _, res := range r.Results {
 		for _, tr := range res.Targets {

@@ -28,7 +28,7 @@
 # cpuidle driver, sets its guest_halt_poll_ns for the run and puts the old
 # value back after: how long an idle CPU polls before it halts. A FUSE round
 # trip wakes a thread on each side; where the CPU it waits on has halted,
-# the wake-up goes through the hypervisor (see README, Performance).
+# the wake-up goes through the hypervisor (see docs/performance.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

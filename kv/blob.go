@@ -27,7 +27,7 @@ import (
 // one batch, turning a blob back into chunks: they promise the old content
 // or the new after a crash, which a file written in place cannot.
 //
-// Ordering (the README's Durability says what it promises):
+// Ordering (docs/durability.md says what it promises):
 //   - data is written to the blob before the batch that records the new
 //     size commits, and that batch is handed to the system at once; the
 //     periodic sync (and fsync) syncs the blobs written since the last
@@ -392,7 +392,7 @@ func (s *Store) writeBlob(actor *Actor, a Attr, off int64, data []byte, kill fun
 	committed = true
 	// The data is in the system already: hand it the batch too, so that a
 	// crash of the daemon leaves data and size together (but for this
-	// moment, see the README's Durability).
+	// moment, see docs/durability.md).
 	return a, modeChanged, s.flushNow()
 }
 

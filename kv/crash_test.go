@@ -199,7 +199,7 @@ func crashRound(t *testing.T, seed int64, delay time.Duration) {
 	// Find the prefix, at least as long as the durable part, whose state the
 	// store shows: cheaply without file contents first, then in full. Files
 	// kept in blobs are written in place, so their data may also hold
-	// writes of operations after that prefix (the README's Durability):
+	// writes of operations after that prefix (docs/durability.md):
 	// each of their bytes must be one that the file held after the prefix
 	// or after a later operation.
 	blobs := blobPaths(t, s)

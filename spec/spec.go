@@ -31,8 +31,8 @@ type Spec struct {
 	Owner *Owner `yaml:"owner,omitempty" json:"owner,omitempty"`
 	// Agent is the host uid and gid of the workspace's agent: what it
 	// writes through any path (fast path, tools, sandbox, mount) belongs
-	// to it (default: one allocated for the workspace; see the README's
-	// security model). Never root.
+	// to it (default: one allocated for the workspace; see
+	// docs/security.md). Never root.
 	Agent *Owner `yaml:"agent,omitempty" json:"agent,omitempty"`
 	// Policy gates the agent tools (nil: everything allowed).
 	Policy *Policy `yaml:"policy,omitempty" json:"policy,omitempty"`

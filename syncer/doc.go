@@ -42,7 +42,7 @@
 // A failed condition whose remote version is not the local content is a
 // conflict: nothing is written, the path is recorded in meta
 // (sync/IDX/conflict/REL) and reported by status and `computerfs sync`
-// until a later pass finds the path in agreement (see README, "Sync back",
+// until a later pass finds the path in agreement (see docs/sync.md,
 // for what resolves one). Conflicts are durable, so they do not hold the
 // cursor back; failures (a remote that is down) do, and are retried with
 // exponential backoff and jitter.

@@ -158,7 +158,7 @@ func TestJournalGrowth(t *testing.T) {
 		if round == 0 {
 			t.Logf("%d changes: %d records, %d bytes (%.1f a change, %.1f a record of which %.1f paths and names)",
 				changes, records, bytes, float64(bytes)/float64(changes), float64(bytes)/float64(records), float64(names)/float64(records))
-			// The README's estimate: about 40 bytes plus the paths and names.
+			// docs/journal.md's estimate: about 40 bytes plus the paths and names.
 			if fixed := float64(bytes-names) / float64(records); fixed > 48 {
 				t.Errorf("a record's fixed part is %.1f bytes, not about 40", fixed)
 			}

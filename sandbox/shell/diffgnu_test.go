@@ -53,7 +53,7 @@ func TestDiffMatchesGNU(t *testing.T) {
 	}
 	// Myers' algorithm alone differs on 206 of them, with GNU's boundary
 	// shifting on 75: GNU's own search picks other equally short scripts
-	// (see README). This bounds that from regressing.
+	// (see docs/shell.md). This bounds that from regressing.
 	t.Logf("%d of 600 diffs differ from GNU diff", bad)
 	if bad > 75 {
 		t.Errorf("%d of 600 diffs differ from GNU diff (75 expected at most)", bad)
