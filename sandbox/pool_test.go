@@ -316,10 +316,19 @@ func TestPool(t *testing.T) {
 	t.Run("Cancel", func(t *testing.T) {
 		t.Parallel()
 		token := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000+9)
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		// Cancelled once the command runs (a deadline of its own would
+		// fall before the start on a loaded machine).
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		res, err := p.Run(ctx, cmd("sh", "-c", `(sleep $0 &); sleep $0`, token))
-		if !errors.Is(err, context.DeadlineExceeded) || res.Signal != syscall.SIGKILL || !res.Warm {
+		o := cmd("sh", "-c", `(sleep $0 &); echo started; sleep $0`, token)
+		o.Stdout = writerFunc(func(b []byte) (int, error) {
+			if bytes.Contains(b, []byte("started")) {
+				time.AfterFunc(100*time.Millisecond, cancel)
+			}
+			return len(b), nil
+		})
+		res, err := p.Run(ctx, o)
+		if !errors.Is(err, context.Canceled) || res.Signal != syscall.SIGKILL || !res.Warm {
 			t.Errorf("cancelled run: %+v %v", res, err)
 		}
 		if left := processesWith(token); len(left) > 0 {
@@ -610,3 +619,8 @@ func stateHash(state string) string {
 	h := sha256.Sum256([]byte(filepath.Clean(state)))
 	return hex.EncodeToString(h[:6])
 }
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

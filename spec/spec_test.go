@@ -359,3 +359,16 @@ func TestQuota(t *testing.T) {
 		t.Fatalf("a bad quota: %v", err)
 	}
 }
+
+// TestExamplesLoad: every spec in examples/ is valid.
+func TestExamplesLoad(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
