@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,6 +228,10 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 	type pending struct {
 		items  []guardItem
 		insert []func(*syntax.Word) // one per item: puts the guard in front of it
+		// each item is expanded on its own (the elements of an array),
+		// and a guard that fails stops only its own: every item gets
+		// one, for what the items up to it may allocate
+		each bool
 	}
 	var all []pending
 	site := func(p pending) {
@@ -245,8 +250,15 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 			}
 			switch {
 			case a.Array != nil:
+				// The interpreter expands each element on its own and
+				// goes on to the next when one fails: the guard goes
+				// into the element's word, in front, so that a guard
+				// that stops the call stops that element's expansion
+				// too (a word that starts with ~ keeps it first: the
+				// guard is an element of its own before it).
 				arr := a.Array
-				for j, el := range arr.Elems {
+				p.each = true
+				for _, el := range arr.Elems {
 					if el.Index != nil {
 						p.items = append(p.items, guardItem{arith: el.Index})
 						p.insert = append(p.insert, nil)
@@ -254,10 +266,15 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 					if el.Value == nil {
 						continue
 					}
-					j := j
+					el := el
 					markSplitSubst(el.Value)
 					p.items = append(p.items, guardItem{word: el.Value, fields: true, mult: braceMult(el.Value), assign: name, add: true})
+					if !startsWithTilde(el.Value) {
+						p.insert = append(p.insert, prefix(el.Value))
+						continue
+					}
 					p.insert = append(p.insert, func(gw *syntax.Word) {
+						j := slices.Index(arr.Elems, el)
 						arr.Elems = append(arr.Elems[:j:j], append([]*syntax.ArrayElem{{Value: gw}}, arr.Elems[j:]...)...)
 					})
 				}
@@ -378,13 +395,32 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 		if at < 0 || !alloc && copies < 2 {
 			continue
 		}
-		id := g.add(&guardSite{items: p.items[at:]})
-		p.insert[at](guardWord(id))
+		if !p.each {
+			id := g.add(&guardSite{items: p.items[at:]})
+			p.insert[at](guardWord(id))
+			continue
+		}
+		for i := at; i < len(p.items); i++ {
+			if p.insert[i] != nil && !itemLiteral(p.items[i]) {
+				id := g.add(&guardSite{items: p.items[at : i+1]})
+				p.insert[i](guardWord(id))
+			}
+		}
 	}
 	g.mu.Lock()
 	end = len(g.sites)
 	g.mu.Unlock()
 	return
+}
+
+// startsWithTilde reports whether w begins with a literal ~ (a tilde
+// expansion, which only happens at the start of a word).
+func startsWithTilde(w *syntax.Word) bool {
+	if len(w.Parts) == 0 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	return ok && strings.HasPrefix(l.Value, "~")
 }
 
 // forget lets the sites of a script that has ended go (a nested script:

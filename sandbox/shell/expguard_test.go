@@ -57,6 +57,13 @@ EOF`, "hi there hi\n"},
 	{`printf 'q w' | { read -r -a p; echo $? ${p[1]}; }`, "1 w\n"},
 	{`printf 'one\ntwo\n' | { read -a p; read -a q; echo $p $q; }`, "one two\n"},
 	{`read -p '' -a p <<< "k l"; echo ${p[1]}`, "l\n"},
+	// array elements: each has its guard in front, inside its word
+	{`set --; a=("$@" "$@"); echo ${#a[@]}`, "0\n"},
+	{`set -- a "b c"; a=("$@" "$@"); echo ${#a[@]}`, "4\n"},
+	{`x=" a  b "; a=($x $x x$x); echo ${#a[@]} "${a[*]}"`, "7 a b a b x a b\n"},
+	{`x=; a=($x$x "" $x$x); echo ${#a[@]}`, "1\n"},
+	{`x=; a=(~ ~/$x$x); [ "${a[0]}" = "$HOME" ] && [ "${a[1]}" = "$HOME/" ] && echo ok`, "ok\n"},
+	{`x=ab; a=([3]=$x$x $x$x); echo "${!a[@]}" ${a[4]}`, "3 4 abab\n"},
 }
 
 func TestGuardsChangeNothing(t *testing.T) {
@@ -105,6 +112,12 @@ var expansionBombs = []string{
 	bigX + `y=${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}${x:0}`,
 	`x=$(head -c 20000000 /dev/zero | tr '\0' ' '); set -- $x`,
 	`x=$(head -c 20000000 /dev/zero | tr '\0' ' '); a=($x)`,
+	// the interpreter expands each element of an array on its own, and
+	// goes on after one that fails: each has a guard of its own
+	`x=$(seq 3000000); a=($x)`,
+	`x=$(seq 500000); a=(1 $x $x $x $x $x $x $x $x)`,
+	`x=$(seq 500000); declare -a a=($x $x $x $x $x $x $x $x)`,
+	`x=$(seq 500000); a=(); a+=(~ $x $x $x $x $x $x $x $x)`,
 	`printf -v y '%1000000s' {1..2000}`,
 	`printf -v y '%.1000000f' {1..2000}`,
 	`md5sum $(yes /dev/null | head -n 10000000)`,
