@@ -104,7 +104,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 		var stdout io.Writer = hc.Stdout
 		if sb, ok := stdout.(*strings.Builder); ok {
 			// inside $(...): what is written stays in memory
-			stdout = captureWriter{sb, c, r.mem.guards.splitOf(sb)}
+			stdout = captureWriter{sb, c, r.mem.guards.splitOf(sb), r.mem.guards.patOf(sb)}
 			c.stdout = stdout
 		}
 		c.out = bufio.NewWriterSize(stdout, 32<<10)

@@ -73,11 +73,14 @@ type guardTable struct {
 	// rewritten scripts (eval, trap) by their source, so that a loop of
 	// eval does not add the same statements again
 	done map[string]string
-	// the biggest argument list (bytes, and count) a command got
-	argBytes, argCount atomic.Int64
-	// the captures of $(...) whose output is split into fields
+	// the biggest argument list (bytes, and count) a command got, and
+	// the most extglob openings in one (patguard.go)
+	argBytes, argCount, argGroups atomic.Int64
+	// the captures of $(...) whose output is split into fields, and
+	// of those in patterns (patguard.go)
 	splitMu sync.Mutex
 	split   map[weak.Pointer[strings.Builder]]*splitCapture
+	pats    map[weak.Pointer[strings.Builder]]*patCapture
 }
 
 // splitCapture is what is known of a capture that is split into fields:
@@ -96,19 +99,49 @@ func (g *guardTable) markSplit(sb *strings.Builder) {
 	if g.split == nil {
 		g.split = map[weak.Pointer[strings.Builder]]*splitCapture{}
 	}
-	if len(g.split) >= 256 {
-		for k := range g.split {
-			if k.Value() == nil {
-				delete(g.split, k)
-			}
-		}
-		if len(g.split) >= 256 {
-			clear(g.split)
-		}
-	}
+	prune(g.split)
 	k := weak.Make(sb)
 	if g.split[k] == nil {
 		g.split[k] = &splitCapture{}
+	}
+}
+
+// markPattern marks the capture sb as part of a pattern (patguard.go).
+func (g *guardTable) markPattern(sb *strings.Builder, glob bool) {
+	g.splitMu.Lock()
+	defer g.splitMu.Unlock()
+	if g.pats == nil {
+		g.pats = map[weak.Pointer[strings.Builder]]*patCapture{}
+	}
+	prune(g.pats)
+	k := weak.Make(sb)
+	if g.pats[k] == nil {
+		g.pats[k] = &patCapture{glob: glob}
+	}
+}
+
+// patOf is the capture's record if it is part of a pattern, or nil.
+func (g *guardTable) patOf(sb *strings.Builder) *patCapture {
+	g.splitMu.Lock()
+	defer g.splitMu.Unlock()
+	return g.pats[weak.Make(sb)]
+}
+
+// prune keeps a table of captures small: the captures that are gone
+// leave it, and if too many are still there, all do (a capture that is
+// not found is not charged for its fields, nor bounded as a pattern,
+// which only a call with 256 captures running at once can make).
+func prune[V any](m map[weak.Pointer[strings.Builder]]V) {
+	if len(m) < 256 {
+		return
+	}
+	for k := range m {
+		if k.Value() == nil {
+			delete(m, k)
+		}
+	}
+	if len(m) >= 256 {
+		clear(m)
 	}
 }
 
@@ -157,6 +190,7 @@ type guardItem struct {
 	assign string // the variable it is assigned to, if any
 	add    bool   // +=
 	arith  syntax.ArithmExpr
+	pat    patKind // how the word is matched as a pattern (patguard.go)
 }
 
 func (g *guardTable) add(s *guardSite) int {
@@ -182,9 +216,18 @@ func (g *guardTable) site(id string) *guardSite {
 // sawArgs records a command's argument list (a bound of the positional
 // parameters a function or set -- makes of it).
 func (g *guardTable) sawArgs(args []string) {
-	n := int64(0)
+	n, groups := int64(0), int64(0)
 	for _, a := range args {
 		n += int64(len(a)) + 1
+		if strings.IndexByte(a, '(') > 0 {
+			groups += textStats(a, nil).groups
+		}
+	}
+	for {
+		old := g.argGroups.Load()
+		if groups <= old || g.argGroups.CompareAndSwap(old, groups) {
+			break
+		}
 	}
 	for {
 		old := g.argBytes.Load()
@@ -268,7 +311,7 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 					}
 					el := el
 					markSplitSubst(el.Value)
-					p.items = append(p.items, guardItem{word: el.Value, fields: true, mult: braceMult(el.Value), assign: name, add: true})
+					p.items = append(p.items, guardItem{word: el.Value, fields: true, mult: braceMult(el.Value), assign: name, add: true, pat: patGlob})
 					if !startsWithTilde(el.Value) {
 						p.insert = append(p.insert, prefix(el.Value))
 						continue
@@ -280,7 +323,7 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 				}
 			case a.Naked && a.Name == nil && a.Value != nil: // declare "$x"
 				i := i
-				p.items = append(p.items, guardItem{word: a.Value, fields: true, mult: braceMult(a.Value)})
+				p.items = append(p.items, guardItem{word: a.Value, fields: true, mult: braceMult(a.Value), pat: patGlob})
 				p.insert = append(p.insert, func(gw *syntax.Word) {
 					setList(append(as[:i:i], append([]*syntax.Assign{{Naked: true, Value: gw}}, as[i:]...)...))
 				})
@@ -299,6 +342,7 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 		for i, w := range ws {
 			it := guardItem{word: w, fields: fields}
 			if fields {
+				it.pat = patGlob
 				markSplitSubst(w)
 				it.mult = braceMult(w)
 				i := i
@@ -345,21 +389,36 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 				site(p)
 			}
 		case *syntax.CaseClause:
-			var p pending
+			// the word and each pattern are expanded on their own, and
+			// the interpreter goes on past one that fails
+			p := pending{each: true}
 			p.items = append(p.items, guardItem{word: x.Word})
 			p.insert = append(p.insert, prefix(x.Word))
 			for _, ci := range x.Items {
 				for _, pat := range ci.Patterns {
-					p.items = append(p.items, guardItem{word: pat})
+					p.items = append(p.items, guardItem{word: pat, pat: patMatch})
 					p.insert = append(p.insert, prefix(pat))
 				}
 			}
 			site(p)
 		case *syntax.TestClause:
-			var p pending
+			p := pending{each: true}
+			patterns := map[*syntax.Word]bool{}
 			syntax.Walk(x.X, func(m syntax.Node) bool {
+				if b, ok := m.(*syntax.BinaryTest); ok {
+					switch b.Op {
+					case syntax.TsMatch, syntax.TsMatchShort, syntax.TsNoMatch:
+						if w, ok := b.Y.(*syntax.Word); ok {
+							patterns[w] = true
+						}
+					}
+				}
 				if w, ok := m.(*syntax.Word); ok {
-					p.items = append(p.items, guardItem{word: w})
+					it := guardItem{word: w}
+					if patterns[w] {
+						it.pat = patMatch
+					}
+					p.items = append(p.items, it)
 					p.insert = append(p.insert, prefix(w))
 					return false
 				}
@@ -380,31 +439,55 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 		// anything; the literal words before it cost what they say
 		// A statement that at most copies one variable once is not
 		// guarded: it can no more than double what the call holds, and
-		// the next command looks at that (x=$i; echo "$dir/$f").
+		// the next command looks at that (x=$i; echo "$dir/$f"),
+		// unless it makes a pattern from an expansion (patguard.go).
 		at := -1
-		copies, alloc := 0, false
+		copies, alloc, risk := 0, false, false
+		risky := make([]bool, len(p.items))
 		for i, it := range p.items {
-			if !itemLiteral(it) && at < 0 && p.insert[i] != nil {
+			risky[i] = itemPatternRisk(it)
+			if (!itemLiteral(it) || risky[i]) && at < 0 && p.insert[i] != nil {
 				at = i
 			}
 			if at >= 0 {
 				c, a := itemCost(it)
-				copies, alloc = copies+c, alloc || a
+				copies, alloc, risk = copies+c, alloc || a, risk || risky[i]
 			}
 		}
-		if at < 0 || !alloc && copies < 2 {
+		memory := alloc || copies >= 2
+		if at < 0 || !memory && !risk {
 			continue
 		}
-		if !p.each {
-			id := g.add(&guardSite{items: p.items[at:]})
-			p.insert[at](guardWord(id))
-			continue
+		if !memory {
+			// only its patterns need a guard: from the first of them
+			at = slices.Index(risky, true)
 		}
-		for i := at; i < len(p.items); i++ {
-			if p.insert[i] != nil && !itemLiteral(p.items[i]) {
-				id := g.add(&guardSite{items: p.items[at : i+1]})
-				p.insert[i](guardWord(id))
+		for i, it := range p.items {
+			if risky[i] {
+				markPatternSubst(it.word, it.pat)
+				paramPatterns(it.word, func(w *syntax.Word) { markPatternSubst(w, patMatch) })
 			}
+		}
+		// One guard in front of the first item, for all; where the
+		// interpreter expands each item on its own and goes on past one
+		// that failed (p.each), one in front of each that expands
+		// anything, for the items up to the next (their assignments are
+		// made by then, and what they may take is in mem.assigned).
+		starts := []int{at}
+		if p.each {
+			for i := at + 1; i < len(p.items); i++ {
+				if p.insert[i] != nil && (risky[i] || memory && !itemLiteral(p.items[i])) {
+					starts = append(starts, i)
+				}
+			}
+		}
+		for k := len(starts) - 1; k >= 0; k-- {
+			end := len(p.items)
+			if k+1 < len(starts) {
+				end = starts[k+1]
+			}
+			id := g.add(&guardSite{items: p.items[starts[k]:end]})
+			p.insert[starts[k]](guardWord(id))
 		}
 	}
 	g.mu.Lock()
@@ -688,6 +771,7 @@ type sizer struct {
 	pending            map[string]int64 // what the site's assignments made
 	params, paramCount int64
 	biggest            int64 // the biggest variable, once asked
+	table              *guardTable
 	ifs                *[256]bool
 }
 
@@ -952,11 +1036,14 @@ func satAdd(a, b int64) int64 {
 // expanded, errMemoryLimit (and the call is being stopped) if not.
 func (r *run) guard(env expand.Environ, id string) error {
 	b := r.mem
-	if b.limit <= 0 {
-		return nil
-	}
 	s := b.guards.site(id)
 	if s == nil {
+		return nil
+	}
+	if what := s.patterns(env, &b.guards); what != "" {
+		return r.stopPattern(what)
+	}
+	if b.limit <= 0 {
 		return nil
 	}
 	// What the variables hold is what they held at the last command,

@@ -18,6 +18,9 @@ func BenchmarkGuards(b *testing.B) {
 		{"loop", `for i in $(seq 1 2000); do x=$i; y="$x/$i"; echo "$y" > /dev/null; done`},
 		{"words", `a=b; c=d; echo "$a" "$c" $a/$c > /dev/null`},
 		{"literal", `echo hello world > /dev/null`},
+		// unquoted words are globbed: their patterns are guarded
+		{"globbed-loop", `for i in $(seq 1 2000); do echo $i > /dev/null; done`},
+		{"case-loop", `p='1*'; for i in $(seq 1 2000); do case $i in $p) ;; esac; done`},
 	} {
 		b.Run(sc.name, func(b *testing.B) {
 			var with, without time.Duration

@@ -356,6 +356,12 @@ func (r *run) accessHandler(ctx context.Context, p string, mode interp.AccessMod
 // callHandler counts commands and steers the builtins that would look at
 // the host (type, command -v, source) to the namespace.
 func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) {
+	if args[0] == guardCmd && len(args) == 3 && args[1] == patMark {
+		if sb, ok := interp.HandlerCtx(ctx).Stdout.(*strings.Builder); ok {
+			r.mem.guards.markPattern(sb, args[2] == "glob")
+		}
+		return []string{noopCmd}, nil
+	}
 	if args[0] == guardCmd && len(args) == 2 {
 		hc := interp.HandlerCtx(ctx)
 		if args[1] == splitMark {

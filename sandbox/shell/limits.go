@@ -112,6 +112,8 @@ type memBudget struct {
 	// hold: accounted memory to the watchdog, shrunk to what the heap
 	// holds after a collection (settle)
 	pending atomic.Int64
+	// what stopped the call for a pattern (patguard.go), a string
+	patWhat atomic.Value
 	// the watchdog's, under its lock: what the accounting knew at this
 	// tick and the last
 	acc, lastAcc int64
@@ -255,6 +257,7 @@ type captureWriter struct {
 	sb    *strings.Builder
 	c     *cmd
 	split *splitCapture // its output is split into fields
+	pat   *patCapture   // its output is part of a pattern
 }
 
 func (w captureWriter) Write(p []byte) (int, error) {
@@ -270,6 +273,11 @@ func (w captureWriter) Write(p []byte) (int, error) {
 	}
 	if !w.c.grow(n) {
 		return 0, errMemoryLimit
+	}
+	if w.pat != nil {
+		if what := w.pat.add(p, ifsTable(w.c.env)); what != "" {
+			return 0, w.c.r.stopPattern(what)
+		}
 	}
 	return w.sb.Write(p)
 }

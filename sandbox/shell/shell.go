@@ -288,6 +288,9 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	case errors.Is(cause, errMemoryLimit):
 		fmt.Fprintf(stderr, "bash: %s\n", mem.message()) // errW is closed by now
 		res.ExitCode, res.Stopped = ExitLimit, "memory limit"
+	case errors.Is(cause, errPatternLimit):
+		fmt.Fprintf(stderr, "bash: %s\n", mem.patternMessage()) // errW is closed by now
+		res.ExitCode, res.Stopped = ExitLimit, "pattern limit"
 	case errors.Is(cause, errCommandLimit) || errors.Is(err, errCommandLimit):
 		res.ExitCode, res.Stopped = ExitLimit, "command limit"
 	case errors.Is(cause, errNesting) || errors.Is(err, errNesting):
