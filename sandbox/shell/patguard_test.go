@@ -116,3 +116,32 @@ func TestPatternBombs(t *testing.T) {
 		t.Fatalf("after the bombs: %v %+v %q", err, res, out.String())
 	}
 }
+
+// FuzzExecInPipeline runs scripts in a pipeline's goroutine, where a
+// panic of the interpreter ends the process (the fuzzer reports it), with
+// a short timeout that every call must keep.
+func FuzzExecInPipeline(f *testing.F) {
+	for _, seed := range []string{
+		`x='*'; case a in $x) echo y;; esac`,
+		`x='@(a|b)'; [[ a == $x ]]`,
+		`y=abc; echo ${y#a*} ${y%%c} ${y/b/$y} ${y^^[a-b]} ${y:1:1}`,
+		`a=(1 2 3); echo ${a[@]:1} ${#a[@]} ${!a[@]}`,
+		`x=$((2**62)); echo ${x:0:$x}`,
+		`echo {1..3}{a,b} $((1<<63)) $((-1/0))`,
+		`shopt -s extglob nullglob; echo *.@(go|txt)`,
+		`f() { f; }; f`,
+		`read -a x <<< "a b"; printf '%s' "${x[@]}"`,
+		`x=$'\x00'; echo "${x//?/a}"`,
+	} {
+		f.Add(seed)
+	}
+	s, _ := newShell(f)
+	f.Fuzz(func(t *testing.T, script string) {
+		var out bytes.Buffer
+		start := time.Now()
+		s.Exec(context.Background(), "{ "+script+"\n} | cat", ExecOptions{Stdout: &out, Stderr: &out, Timeout: 2 * time.Second, MaxOutput: 1 << 16})
+		if d := time.Since(start); d > 30*time.Second {
+			t.Fatalf("took %v for a 2 s timeout: %q", d, script)
+		}
+	})
+}
