@@ -72,6 +72,7 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzTreePath -fuzztime 30s -fuzzminimizetime 5s ./spec/
 	$(GO) test -run '^$$' -fuzz FuzzChecker -fuzztime 30s -fuzzminimizetime 5s ./policy/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzExecInPipeline -fuzztime 1m -fuzzminimizetime 5s ./sandbox/shell/
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime 20s -fuzzminimizetime 5s ./internal/textsafe/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
