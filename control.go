@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,10 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
+	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/syncer"
 	"golang.org/x/sys/unix"
 )
@@ -145,39 +150,114 @@ func writeJSON(rw http.ResponseWriter, v any) {
 
 // Status describes the workspace.
 func (w *Workspace) Status() Status {
-	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: []SourceStatus{},
-		Usage: w.Store.UsageDetail()}
 	states := map[string]*syncer.SourceStatus{}
 	if w.syncer != nil {
 		for _, ss := range w.syncer.Status() {
 			states[ss.Path] = &ss
 		}
 	}
-	if w.spec != nil {
-		for _, s := range w.spec.Sources {
-			ss := SourceStatus{Path: s.Path, Kind: s.Kind(), Sync: "none"}
-			switch {
-			case s.Git != nil:
-				ss.From = s.Git.URL
-				if s.Git.Push {
-					ss.Sync = "push"
-					ss.SyncState = states[s.Path]
-				}
-			case s.S3 != nil:
-				ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
-				if s.S3.WriteBack {
-					ss.Sync = "write back"
-					ss.SyncState = states[s.Path]
-				}
-			case s.Dir != "":
-				ss.From = s.Dir
-			default:
-				ss.From = "inline"
+	return Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: sourcesStatus(w.spec, states),
+		Usage: w.Store.UsageDetail()}
+}
+
+// sourcesStatus describes a spec's sources, with the write-back states
+// the syncer has.
+func sourcesStatus(sp *spec.Spec, states map[string]*syncer.SourceStatus) []SourceStatus {
+	out := []SourceStatus{}
+	if sp == nil {
+		return out
+	}
+	for _, s := range sp.Sources {
+		ss := SourceStatus{Path: s.Path, Kind: s.Kind(), Sync: "none"}
+		switch {
+		case s.Git != nil:
+			ss.From = s.Git.URL
+			if s.Git.Push {
+				ss.Sync = "push"
+				ss.SyncState = states[s.Path]
 			}
-			st.Sources = append(st.Sources, ss)
+		case s.S3 != nil:
+			ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
+			if s.S3.WriteBack {
+				ss.Sync = "write back"
+				ss.SyncState = states[s.Path]
+			}
+		case s.Dir != "":
+			ss.From = s.Dir
+		default:
+			ss.From = "inline"
+		}
+		out = append(out, ss)
+	}
+	return out
+}
+
+// StoreStatus describes the workspace kept in store, whether it is
+// mounted or not. A mounted store's daemon is asked (as Dial and
+// Client.Status). One that is not mounted is opened here, as `log
+// --store` does: its Status has no mount point, pid 0 and no sync state,
+// and its usage is measured against the spec's quota (a --quota given to
+// the mount is not recorded). It fails with kv.ErrLocked while another
+// process (an import, fsck) holds the store without mounting it.
+func StoreStatus(ctx context.Context, store string) (Status, error) {
+	dir, err := filepath.Abs(store)
+	if err != nil {
+		return Status{}, err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return Status{}, fmt.Errorf("store %s: %w", dir, err)
+	}
+	if ok, err := kv.IsStore(dir); err != nil {
+		return Status{}, err
+	} else if !ok {
+		return Status{}, fmt.Errorf("store %s: %w", dir, kv.ErrNotStore)
+	}
+	viaDaemon := func() (Status, bool, error) {
+		mp, ok, err := fs.FindSource("computerfs:" + dir)
+		if err != nil || !ok {
+			return Status{}, false, err
+		}
+		c, err := Dial(mp) // a dead mount: the daemon is gone
+		if err != nil {
+			return Status{}, true, err
+		}
+		st, err := c.Status(ctx)
+		return st, true, err
+	}
+	if st, ok, err := viaDaemon(); ok || err != nil {
+		return st, err
+	}
+	st, err := kv.Open(dir, kv.Options{Logger: slog.New(slog.DiscardHandler), MinFree: -1, Ballast: -1})
+	if errors.Is(err, kv.ErrLocked) { // mounted meanwhile?
+		if st, ok, err := viaDaemon(); ok {
+			return st, err
 		}
 	}
-	return st
+	if err != nil {
+		return Status{}, err
+	}
+	defer st.Close()
+	sp, err := storedSpec(st)
+	if err != nil {
+		return Status{}, err
+	}
+	agent, ok, err := storedAgent(st)
+	if err != nil {
+		return Status{}, err
+	}
+	if !ok { // a store from before agent identities: its root's owner
+		if a, err := st.GetAttr(kv.RootIno); err == nil {
+			agent = Agent{a.Uid, a.Gid}
+		}
+	}
+	if sp != nil {
+		st.SetQuota(int64(sp.Quota))
+	}
+	return Status{Store: dir, Agent: agent, Sources: sourcesStatus(sp, nil), Usage: st.UsageDetail()}, nil
 }
 
 // Refresh brings upstream changes into the workspace's sources (see
@@ -205,7 +285,60 @@ type Client struct {
 	hc *http.Client
 }
 
-// Dial finds the daemon serving the computerfs mount at mountpoint.
+// DaemonGoneError is what Dial and the Client's calls return when the
+// computerfs mount at Mountpoint has no daemon answering for it any more
+// (killed, crashed): its control socket is refused or missing. Mounting
+// the store again replaces the dead mount.
+type DaemonGoneError struct {
+	Mountpoint string
+	Store      string
+	Pid        int // the pid the store's lock file last recorded; 0 if none
+	// Running: a process of that pid still runs (a daemon that is ending,
+	// or an unrelated process that was given the pid).
+	Running bool
+}
+
+func (e *DaemonGoneError) Error() string {
+	who := "the daemon for " + e.Mountpoint
+	if e.Pid > 0 {
+		who += fmt.Sprintf(", pid %d,", e.Pid)
+	}
+	remedy := "run computerfs mount --store " + shellQuote(e.Store) + " " + shellQuote(e.Mountpoint)
+	if e.Running {
+		return who + " does not answer on its control socket: if it is not ending, unmount the workspace and " + remedy
+	}
+	return who + " is gone: " + remedy
+}
+
+// shellQuote quotes s for a shell if it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// gone tells whether a failure to reach the control socket means that the
+// daemon is gone, and if so returns the error that says so.
+func gone(mp, store string, err error) error {
+	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	pid := storePid(store)
+	return &DaemonGoneError{Mountpoint: mp, Store: store, Pid: pid, Running: pid > 0 && proc.Running(pid)}
+}
+
+// transportErr is the error of a call that did not reach the daemon.
+func transportErr(err error) error {
+	var g *DaemonGoneError
+	if errors.As(err, &g) {
+		return g
+	}
+	return fmt.Errorf("control socket: %w", err)
+}
+
+// Dial finds the daemon serving the computerfs mount at mountpoint. If
+// the mount's daemon is gone, the error is a *DaemonGoneError.
 func Dial(mountpoint string) (*Client, error) {
 	mp, err := filepath.Abs(mountpoint)
 	if err != nil {
@@ -217,6 +350,9 @@ func Dial(mountpoint string) (*Client, error) {
 	}
 	sock := filepath.Join(store, controlSocket)
 	if _, err := os.Stat(sock); err != nil {
+		if g := gone(mp, store, err); g != nil {
+			return nil, g
+		}
 		return nil, fmt.Errorf("workspace at %s: no control socket (%w)", mp, err)
 	}
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (c net.Conn, err error) {
@@ -225,9 +361,20 @@ func Dial(mountpoint string) (*Client, error) {
 			c, err = d.DialContext(ctx, "unix", addr)
 			return err
 		})
+		if g := gone(mp, store, err); g != nil {
+			return nil, g
+		}
 		return c, err
 	}}
-	return &Client{hc: &http.Client{Transport: tr}}, nil
+	c := &Client{hc: &http.Client{Transport: tr}}
+	// Find out now whether anybody answers, so that every command says
+	// so before it does anything else.
+	conn, err := tr.DialContext(context.Background(), "unix", "")
+	if err != nil {
+		return nil, transportErr(err)
+	}
+	conn.Close()
+	return c, nil
 }
 
 func (c *Client) call(ctx context.Context, method, path string, out any) error {
@@ -237,7 +384,7 @@ func (c *Client) call(ctx context.Context, method, path string, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
+		return transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

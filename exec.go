@@ -404,7 +404,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("control socket: %w", err)
+		return ExecResult{}, transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -129,7 +129,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
