@@ -192,6 +192,34 @@ func sourcesStatus(sp *spec.Spec, states map[string]*syncer.SourceStatus) []Sour
 	return out
 }
 
+// OpenExisting opens the store in dir for a command that reads it (log,
+// status, fsck): unlike kv.Open it makes no new store where there is none,
+// and it neither makes the ballast file nor keeps the free-space reserve
+// (kv.Options.Ballast and MinFree), which are the daemon's.
+func OpenExisting(dir string, log *slog.Logger) (*kv.Store, error) {
+	if err := checkExisting(dir); err != nil {
+		return nil, err
+	}
+	return kv.Open(dir, kv.Options{Logger: log, MinFree: -1, Ballast: -1})
+}
+
+// checkExisting fails unless dir holds a store.
+func checkExisting(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("store %s: %w", dir, err)
+	}
+	if ok, err := kv.IsStore(dir); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("store %s: %w", dir, kv.ErrNotStore)
+	}
+	return nil
+}
+
 // StoreStatus describes the workspace kept in store, whether it is
 // mounted or not. A mounted store's daemon is asked (as Dial and
 // Client.Status). One that is not mounted is opened here, as `log
@@ -204,17 +232,8 @@ func StoreStatus(ctx context.Context, store string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	if _, err := os.Stat(dir); err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return Status{}, fmt.Errorf("store %s: %w", dir, err)
-	}
-	if ok, err := kv.IsStore(dir); err != nil {
+	if err := checkExisting(dir); err != nil {
 		return Status{}, err
-	} else if !ok {
-		return Status{}, fmt.Errorf("store %s: %w", dir, kv.ErrNotStore)
 	}
 	viaDaemon := func() (Status, bool, error) {
 		mp, ok, err := fs.FindSource("computerfs:" + dir)
@@ -231,7 +250,7 @@ func StoreStatus(ctx context.Context, store string) (Status, error) {
 	if st, ok, err := viaDaemon(); ok || err != nil {
 		return st, err
 	}
-	st, err := kv.Open(dir, kv.Options{Logger: slog.New(slog.DiscardHandler), MinFree: -1, Ballast: -1})
+	st, err := OpenExisting(dir, slog.New(slog.DiscardHandler))
 	if errors.Is(err, kv.ErrLocked) { // mounted meanwhile?
 		if st, ok, err := viaDaemon(); ok {
 			return st, err
@@ -414,6 +433,9 @@ func (c *Client) Sync(ctx context.Context) (syncer.Report, error) {
 
 // RefreshStore refreshes the sources of a store that is not mounted.
 func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources.RefreshReport, error) {
+	if err := checkExisting(store); err != nil {
+		return sources.RefreshReport{}, err
+	}
 	st, err := openStore(store, opts)
 	if err != nil {
 		return sources.RefreshReport{}, err

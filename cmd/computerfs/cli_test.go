@@ -246,6 +246,13 @@ func TestStatusStore(t *testing.T) {
 		t.Errorf("status --store made a ballast file in the store")
 	}
 
+	if out, errOut, code := cli(t, bin, "fsck", "--store", store); code != 0 || out != store+": no problems\n" {
+		t.Fatalf("fsck --store: exit %d, %q, %q", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, bin, "log", "--store", store); code != 0 || errOut != "" {
+		t.Fatalf("log --store: exit %d, %q, %q", code, out, errOut)
+	}
+
 	mnt := testmount.PublicDir(t, "computerfs-mnt-")
 	pidOut, errOut, code := cli(t, bin, "mount", "--background", "--no-sandbox", "--store", store, mnt)
 	if code != 0 {
@@ -261,21 +268,27 @@ func TestStatusStore(t *testing.T) {
 		t.Fatalf("status -w says\n%s\nstatus --store says\n%s", byMount, out)
 	}
 
-	for _, tc := range []struct{ dir, want string }{
-		{filepath.Join(dir, "none"), "computerfs status: store " + filepath.Join(dir, "none") + ": no such file or directory\n"},
-		{dir, "computerfs status: store " + dir + ": not a computerfs store (the directory is not empty and has no db/)\n"},
-		{t.TempDir(), ""},
-	} {
-		if tc.want == "" {
-			tc.want = "computerfs status: store " + tc.dir + ": not a computerfs store\n"
+	// The commands that read a store that is not mounted make none where
+	// there is none.
+	empty := t.TempDir()
+	for _, cmd := range [][]string{{"status"}, {"log"}, {"log", "--tools"}, {"fsck"}, {"refresh"}} {
+		for _, tc := range []struct{ dir, want string }{
+			{filepath.Join(dir, "none"), ": no such file or directory"},
+			{dir, ": not a computerfs store (the directory is not empty and has no db/)"},
+			{empty, ": not a computerfs store"},
+		} {
+			want := "computerfs " + cmd[0] + ": store " + tc.dir + tc.want + "\n"
+			out, errOut, code := cli(t, bin, append(cmd, "--store", tc.dir)...)
+			if code != 1 || out != "" || errOut != want {
+				t.Errorf("%s --store %s: exit %d, stdout %q, stderr %q; want exit 1, %q", strings.Join(cmd, " "), tc.dir, code, out, errOut, want)
+			}
 		}
-		out, errOut, code := cli(t, bin, "status", "--store", tc.dir)
-		if code != 1 || out != "" || errOut != tc.want {
-			t.Errorf("status --store %s: exit %d, stdout %q, stderr %q; want exit 1, %q", tc.dir, code, out, errOut, tc.want)
+		if _, err := os.Stat(filepath.Join(dir, "none")); err == nil {
+			t.Fatalf("%s --store made a store where there was none", strings.Join(cmd, " "))
 		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "none")); err == nil {
-		t.Errorf("status --store made a store where there was none")
+		if ents, _ := os.ReadDir(empty); len(ents) > 0 {
+			t.Fatalf("%s --store made a store in an empty directory", strings.Join(cmd, " "))
+		}
 	}
 }
 

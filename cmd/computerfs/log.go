@@ -60,7 +60,7 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *store != "" {
-		st, err := kv.Open(*store, kv.Options{Logger: discardLogger()})
+		st, err := computerfs.OpenExisting(*store, discardLogger())
 		if err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ func logTools(mount, store, since string, asJSON, follow bool, stdout io.Writer)
 	}
 	const page = 1000
 	if store != "" {
-		st, err := kv.Open(store, kv.Options{Logger: discardLogger()})
+		st, err := computerfs.OpenExisting(store, discardLogger())
 		if err != nil {
 			return err
 		}

@@ -283,10 +283,7 @@ func cmdFsck(args []string, stdout, stderr io.Writer) error {
 	if *store == "" {
 		return usageErr("missing --store DIR")
 	}
-	if _, err := os.Stat(*store); err != nil {
-		return err
-	}
-	s, err := kv.Open(*store, kv.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	s, err := computerfs.OpenExisting(*store, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return err
 	}
