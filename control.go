@@ -301,7 +301,9 @@ func refreshActor() kv.Actor {
 
 // Client talks to a running workspace's daemon.
 type Client struct {
-	hc *http.Client
+	hc        *http.Client
+	mp, store string
+	pid       int // the daemon's, when Dial found it
 }
 
 // DaemonGoneError is what Dial and the Client's calls return when the
@@ -347,13 +349,29 @@ func gone(mp, store string, err error) error {
 	return &DaemonGoneError{Mountpoint: mp, Store: store, Pid: pid, Running: pid > 0 && proc.Running(pid)}
 }
 
+// lost is the error of a call whose answer broke off (err): a
+// *DaemonGoneError if the daemon that was asked has ended.
+func (c *Client) lost(err error) error {
+	if c.pid <= 0 {
+		return err
+	}
+	// A killed daemon's connections close while it exits: give it a
+	// moment to be done.
+	for deadline := time.Now().Add(time.Second); proc.Running(c.pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return err
+		}
+	}
+	return &DaemonGoneError{Mountpoint: c.mp, Store: c.store, Pid: c.pid}
+}
+
 // transportErr is the error of a call that did not reach the daemon.
-func transportErr(err error) error {
+func (c *Client) transportErr(err error) error {
 	var g *DaemonGoneError
 	if errors.As(err, &g) {
 		return g
 	}
-	return fmt.Errorf("control socket: %w", err)
+	return c.lost(fmt.Errorf("control socket: %w", err))
 }
 
 // Dial finds the daemon serving the computerfs mount at mountpoint. If
@@ -385,12 +403,12 @@ func Dial(mountpoint string) (*Client, error) {
 		}
 		return c, err
 	}}
-	c := &Client{hc: &http.Client{Transport: tr}}
+	c := &Client{hc: &http.Client{Transport: tr}, mp: mp, store: store, pid: storePid(store)}
 	// Find out now whether anybody answers, so that every command says
 	// so before it does anything else.
 	conn, err := tr.DialContext(context.Background(), "unix", "")
 	if err != nil {
-		return nil, transportErr(err)
+		return nil, c.transportErr(err)
 	}
 	conn.Close()
 	return c, nil
@@ -403,14 +421,17 @@ func (c *Client) call(ctx context.Context, method, path string, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return transportErr(err)
+		return c.transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return fmt.Errorf("workspace daemon: %s", strings.TrimSpace(string(msg)))
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return c.lost(fmt.Errorf("workspace daemon's answer: %w", err))
+	}
+	return nil
 }
 
 // Status asks the daemon to describe its workspace.

@@ -323,3 +323,43 @@ func TestMountNonEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonDiesDuringExec: a command whose daemon is killed while it
+// runs says that the daemon is gone, not that its answer broke off.
+func TestDaemonDiesDuringExec(t *testing.T) {
+	bin := testmount.Binary(t)
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store, "--no-sandbox")
+	cmd := exec.Command(bin, "exec", "-w", m.Dir, "--", "echo started; sleep 120")
+	var errb bytes.Buffer
+	out := &lineWaiter{lines: make(chan string, 1)}
+	cmd.Stdout, cmd.Stderr = out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-out.lines:
+	case <-time.After(time.Minute):
+		t.Fatal("exec did not start")
+	}
+	m.Kill(t)
+	cmd.Wait()
+	want := fmt.Sprintf("computerfs exec: the daemon for %s, pid %d, is gone: run computerfs mount --store %s %s\n", m.Dir, m.Pid, store, m.Dir)
+	if code := cmd.ProcessState.ExitCode(); code != 1 || errb.String() != want {
+		t.Fatalf("exec when its daemon was killed: exit %d, stderr %q; want exit 1, %q", code, errb.String(), want)
+	}
+}
+
+// lineWaiter reports the first write on lines.
+type lineWaiter struct {
+	lines chan string
+	once  bool
+}
+
+func (w *lineWaiter) Write(p []byte) (int, error) {
+	if !w.once {
+		w.once = true
+		w.lines <- string(p)
+	}
+	return len(p), nil
+}
