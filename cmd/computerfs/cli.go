@@ -108,7 +108,7 @@ func (c *command) help(w io.Writer, fset *flag.FlagSet) {
 	for _, l := range strings.Split(c.example, "\n") {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-	fmt.Fprintf(w, "\nUsage:\n  computerfs %s %s\n", c.name, c.args)
+	fmt.Fprintf(w, "\nUsage:\n  %s\n", strings.TrimSpace("computerfs "+c.name+" "+c.args))
 	if c.details != "" {
 		fmt.Fprintf(w, "\n%s\n", c.details)
 	}
