@@ -346,23 +346,37 @@ func gone(mp, store string, err error) error {
 		return nil
 	}
 	pid := storePid(store)
-	return &DaemonGoneError{Mountpoint: mp, Store: store, Pid: pid, Running: pid > 0 && proc.Running(pid)}
+	return &DaemonGoneError{Mountpoint: mp, Store: store, Pid: pid, Running: pid > 0 && !ended(pid)}
 }
 
-// lost is the error of a call whose answer broke off (err): a
+// lost is the error of a call whose connection broke off (err): a
 // *DaemonGoneError if the daemon that was asked has ended.
 func (c *Client) lost(err error) error {
-	if c.pid <= 0 {
+	if c.pid <= 0 || !brokenConn(err) || !ended(c.pid) {
 		return err
 	}
-	// A killed daemon's connections close while it exits: give it a
-	// moment to be done.
-	for deadline := time.Now().Add(time.Second); proc.Running(c.pid); time.Sleep(10 * time.Millisecond) {
+	return &DaemonGoneError{Mountpoint: c.mp, Store: c.store, Pid: c.pid}
+}
+
+// errNoResult: the daemon's answer ended before it was complete.
+var errNoResult = errors.New("the daemon's answer ended without a result")
+
+// brokenConn tells whether err is a connection to the daemon that broke
+// off (not a cancellation, not an answer that could not be read).
+func brokenConn(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errNoResult) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// ended tells whether process pid has ended, or does within a second: a
+// killed daemon's connections close while it exits.
+func ended(pid int) bool {
+	for deadline := time.Now().Add(time.Second); proc.Running(pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			return err
+			return false
 		}
 	}
-	return &DaemonGoneError{Mountpoint: c.mp, Store: c.store, Pid: c.pid}
+	return true
 }
 
 // transportErr is the error of a call that did not reach the daemon.

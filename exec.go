@@ -433,5 +433,5 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 	if err := sc.Err(); err != nil {
 		return ExecResult{}, c.lost(err)
 	}
-	return ExecResult{}, c.lost(errors.New("exec: the daemon's answer ended without a result"))
+	return ExecResult{}, c.lost(fmt.Errorf("exec: %w", errNoResult))
 }
