@@ -112,22 +112,25 @@ func (c *command) help(w io.Writer, fset *flag.FlagSet) {
 	if c.details != "" {
 		fmt.Fprintf(w, "\n%s\n", c.details)
 	}
-	if fset != nil && hasFlags(fset) {
-		fmt.Fprint(w, "\nFlags:\n")
-		fset.SetOutput(w)
-		fset.PrintDefaults()
-		fset.SetOutput(io.Discard)
+	if fset == nil {
+		return
 	}
-}
-
-func hasFlags(fset *flag.FlagSet) bool {
-	n := 0
+	// The flags but the internal ones (as --ready-fd, between the
+	// command and itself).
+	shown := flag.NewFlagSet(fset.Name(), flag.ContinueOnError)
 	fset.VisitAll(func(f *flag.Flag) {
 		if !strings.HasPrefix(f.Usage, "internal:") {
-			n++
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
 		}
 	})
-	return n > 0
+	n := 0
+	shown.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		shown.SetOutput(w)
+		shown.PrintDefaults()
+	}
 }
 
 // newFlags returns a flag set for command name that prints nothing

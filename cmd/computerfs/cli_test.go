@@ -56,8 +56,14 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	out, _, _ := cli(t, bin, "mount", "-h")
-	if !strings.Contains(out, "\nFlags:\n") || !strings.Contains(out, "-store string") {
+	if !strings.Contains(out, "\nFlags:\n") || !strings.Contains(out, "-store string") || !strings.Contains(out, "(default 16)") {
 		t.Errorf("mount -h has no flags:\n%s", out)
+	}
+	if strings.Contains(out, "ready-fd") {
+		t.Errorf("mount -h shows an internal flag:\n%s", out)
+	}
+	if out, _, _ := cli(t, bin, "mount", "--cache-size", "99", "-h"); !strings.Contains(out, "(default 16)") {
+		t.Errorf("mount --cache-size 99 -h does not show the default:\n%s", out)
 	}
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
 		out, errOut, code := cli(t, bin, args...)
