@@ -200,7 +200,34 @@ func OpenExisting(dir string, log *slog.Logger) (*kv.Store, error) {
 	if err := checkExisting(dir); err != nil {
 		return nil, err
 	}
-	return kv.Open(dir, kv.Options{Logger: log, MinFree: -1, Ballast: -1})
+	st, err := kv.Open(dir, kv.Options{Logger: log, MinFree: -1, Ballast: -1})
+	return st, mountedHint(dir, err)
+}
+
+// StoreMountedError is kv.ErrLocked from a command that opens a store
+// (OpenExisting, RefreshStore) when the store is mounted.
+type StoreMountedError struct {
+	Err        error // from kv.Open
+	Mountpoint string
+}
+
+func (e *StoreMountedError) Error() string {
+	return e.Err.Error() + "; it is mounted at " + e.Mountpoint
+}
+func (e *StoreMountedError) Unwrap() error { return e.Err }
+
+// mountedHint turns kv.ErrLocked into a *StoreMountedError if the store
+// is mounted.
+func mountedHint(dir string, err error) error {
+	if !errors.Is(err, kv.ErrLocked) {
+		return err
+	}
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		if mp, ok, ferr := fs.FindSource("computerfs:" + abs); ferr == nil && ok {
+			return &StoreMountedError{Err: err, Mountpoint: mp}
+		}
+	}
+	return err
 }
 
 // checkExisting fails unless dir holds a store.
@@ -473,7 +500,7 @@ func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources
 	}
 	st, err := openStore(store, opts)
 	if err != nil {
-		return sources.RefreshReport{}, err
+		return sources.RefreshReport{}, mountedHint(store, err)
 	}
 	defer st.Close()
 	sp, err := storedSpec(st)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/internal/textsafe"
 )
 
@@ -362,3 +363,15 @@ func oneOf(mount, store string) error {
 	}
 	return nil
 }
+
+// mountedAdvice adds what to do to an error that says the store is
+// mounted: advice(mountpoint).
+func mountedAdvice(err error, advice func(mp string) string) error {
+	var me *computerfs.StoreMountedError
+	if errors.As(err, &me) {
+		return fmt.Errorf("%w: %s", err, advice(me.Mountpoint))
+	}
+	return err
+}
+
+func useW(mp string) string { return "use -w " + mp }

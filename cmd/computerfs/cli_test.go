@@ -276,6 +276,16 @@ func TestStatusStore(t *testing.T) {
 	if byMount, _, _ := cli(t, bin, "status", "-w", mnt); byMount != out {
 		t.Fatalf("status -w says\n%s\nstatus --store says\n%s", byMount, out)
 	}
+	// The commands that open a store say where it is mounted.
+	for _, cmd := range []string{"log", "fsck", "refresh"} {
+		want := fmt.Sprintf("computerfs %s: store %s: store is in use by another process (pid %s); it is mounted at %s: use -w %s\n", cmd, store, strings.TrimSpace(pidOut), mnt, mnt)
+		if cmd == "fsck" {
+			want = strings.TrimSuffix(want, "use -w "+mnt+"\n") + "unmount it first\n"
+		}
+		if out, errOut, code := cli(t, bin, cmd, "--store", store); code != 1 || out != "" || errOut != want {
+			t.Errorf("%s --store of a mounted store: exit %d, stdout %q, stderr %q; want %q", cmd, code, out, errOut, want)
+		}
+	}
 
 	// The commands that read a store that is not mounted make none where
 	// there is none.

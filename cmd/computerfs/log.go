@@ -62,7 +62,7 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 	if *store != "" {
 		st, err := computerfs.OpenExisting(*store, discardLogger())
 		if err != nil {
-			return err
+			return mountedAdvice(err, useW)
 		}
 		defer st.Close()
 		for {
@@ -134,7 +134,7 @@ func logTools(mount, store, since string, asJSON, follow bool, stdout io.Writer)
 	if store != "" {
 		st, err := computerfs.OpenExisting(store, discardLogger())
 		if err != nil {
-			return err
+			return mountedAdvice(err, useW)
 		}
 		defer st.Close()
 		for {

@@ -285,7 +285,7 @@ func cmdFsck(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := computerfs.OpenExisting(*store, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
-		return err
+		return mountedAdvice(err, func(string) string { return "unmount it first" })
 	}
 	defer s.Close()
 	problems, err := s.Check(*limit)

@@ -49,7 +49,7 @@ func cmdRefresh(args []string, stdout, stderr io.Writer) error {
 		}
 		rep, err = computerfs.RefreshStore(ctx, *store, computerfs.MountOptions{Logger: log})
 		if err != nil {
-			return err
+			return mountedAdvice(err, useW)
 		}
 	}
 	if *asJSON {
