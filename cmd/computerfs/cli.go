@@ -192,7 +192,7 @@ type cmdError struct {
 func (e *cmdError) Error() string { return e.err.Error() }
 func (e *cmdError) Unwrap() error { return e.err }
 
-// run runs the command args name.
+// run runs the command that args name, with its arguments.
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		overview(stderr)
