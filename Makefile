@@ -7,6 +7,9 @@ PKGS     := ./...
 TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
+# What `computerfs version` and the MCP server report (else the Go build's record).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS   := -X github.com/computerfs/computerfs/internal/version.stamped=$(VERSION)
 
 .PHONY: help deps build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits stress run lint fuzz clean
 
@@ -17,7 +20,7 @@ deps: ## install the Debian packages the build and the tests need and the machin
 	@./scripts/deps.sh
 
 build: deps ## build bin/computerfs and bin/sandboxctl
-	$(GO) build -tags '$(TAGS)' -o $(BIN)/computerfs ./cmd/computerfs
+	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/computerfs ./cmd/computerfs
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
 test: deps lint ## run every test under -race (needs root and /dev/fuse)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,10 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
+	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/syncer"
 	"golang.org/x/sys/unix"
 )
@@ -145,39 +150,160 @@ func writeJSON(rw http.ResponseWriter, v any) {
 
 // Status describes the workspace.
 func (w *Workspace) Status() Status {
-	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: []SourceStatus{},
-		Usage: w.Store.UsageDetail()}
 	states := map[string]*syncer.SourceStatus{}
 	if w.syncer != nil {
 		for _, ss := range w.syncer.Status() {
 			states[ss.Path] = &ss
 		}
 	}
-	if w.spec != nil {
-		for _, s := range w.spec.Sources {
-			ss := SourceStatus{Path: s.Path, Kind: s.Kind(), Sync: "none"}
-			switch {
-			case s.Git != nil:
-				ss.From = s.Git.URL
-				if s.Git.Push {
-					ss.Sync = "push"
-					ss.SyncState = states[s.Path]
-				}
-			case s.S3 != nil:
-				ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
-				if s.S3.WriteBack {
-					ss.Sync = "write back"
-					ss.SyncState = states[s.Path]
-				}
-			case s.Dir != "":
-				ss.From = s.Dir
-			default:
-				ss.From = "inline"
+	return Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: sourcesStatus(w.spec, states),
+		Usage: w.Store.UsageDetail()}
+}
+
+// sourcesStatus describes a spec's sources, with the write-back states
+// the syncer has.
+func sourcesStatus(sp *spec.Spec, states map[string]*syncer.SourceStatus) []SourceStatus {
+	out := []SourceStatus{}
+	if sp == nil {
+		return out
+	}
+	for _, s := range sp.Sources {
+		ss := SourceStatus{Path: s.Path, Kind: s.Kind(), Sync: "none"}
+		switch {
+		case s.Git != nil:
+			ss.From = s.Git.URL
+			if s.Git.Push {
+				ss.Sync = "push"
+				ss.SyncState = states[s.Path]
 			}
-			st.Sources = append(st.Sources, ss)
+		case s.S3 != nil:
+			ss.From = "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
+			if s.S3.WriteBack {
+				ss.Sync = "write back"
+				ss.SyncState = states[s.Path]
+			}
+		case s.Dir != "":
+			ss.From = s.Dir
+		default:
+			ss.From = "inline"
+		}
+		out = append(out, ss)
+	}
+	return out
+}
+
+// OpenExisting opens the store in dir for a command that reads it (log,
+// status, fsck): unlike kv.Open it makes no new store where there is none,
+// and it neither makes the ballast file nor keeps the free-space reserve
+// (kv.Options.Ballast and MinFree), which are the daemon's.
+func OpenExisting(dir string, log *slog.Logger) (*kv.Store, error) {
+	if err := checkExisting(dir); err != nil {
+		return nil, err
+	}
+	st, err := kv.Open(dir, kv.Options{Logger: log, MinFree: -1, Ballast: -1})
+	return st, mountedHint(dir, err)
+}
+
+// StoreMountedError is kv.ErrLocked from a command that opens a store
+// (OpenExisting, RefreshStore) when the store is mounted.
+type StoreMountedError struct {
+	Err        error // from kv.Open
+	Mountpoint string
+}
+
+func (e *StoreMountedError) Error() string {
+	return e.Err.Error() + "; it is mounted at " + e.Mountpoint
+}
+func (e *StoreMountedError) Unwrap() error { return e.Err }
+
+// mountedHint turns kv.ErrLocked into a *StoreMountedError if the store
+// is mounted.
+func mountedHint(dir string, err error) error {
+	if !errors.Is(err, kv.ErrLocked) {
+		return err
+	}
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		if mp, ok, ferr := fs.FindSource("computerfs:" + abs); ferr == nil && ok {
+			return &StoreMountedError{Err: err, Mountpoint: mp}
 		}
 	}
-	return st
+	return err
+}
+
+// checkExisting fails unless dir holds a store.
+func checkExisting(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("store %s: %w", dir, err)
+	}
+	if ok, err := kv.IsStore(dir); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("store %s: %w", dir, kv.ErrNotStore)
+	}
+	return nil
+}
+
+// StoreStatus describes the workspace kept in store, whether it is
+// mounted or not. A mounted store's daemon is asked (as Dial and
+// Client.Status). One that is not mounted is opened here, as `log
+// --store` does: its Status has no mount point, pid 0 and no sync state,
+// and its usage is measured against the spec's quota (a --quota given to
+// the mount is not recorded). It fails with kv.ErrLocked while another
+// process (an import, fsck) holds the store without mounting it.
+func StoreStatus(ctx context.Context, store string) (Status, error) {
+	dir, err := filepath.Abs(store)
+	if err != nil {
+		return Status{}, err
+	}
+	if err := checkExisting(dir); err != nil {
+		return Status{}, err
+	}
+	viaDaemon := func() (Status, bool, error) {
+		mp, ok, err := fs.FindSource("computerfs:" + dir)
+		if err != nil || !ok {
+			return Status{}, false, err
+		}
+		c, err := Dial(mp) // a dead mount: the daemon is gone
+		if err != nil {
+			return Status{}, true, err
+		}
+		st, err := c.Status(ctx)
+		return st, true, err
+	}
+	if st, ok, err := viaDaemon(); ok || err != nil {
+		return st, err
+	}
+	st, err := OpenExisting(dir, slog.New(slog.DiscardHandler))
+	if errors.Is(err, kv.ErrLocked) { // mounted meanwhile?
+		if st, ok, err := viaDaemon(); ok {
+			return st, err
+		}
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	defer st.Close()
+	sp, err := storedSpec(st)
+	if err != nil {
+		return Status{}, err
+	}
+	agent, ok, err := storedAgent(st)
+	if err != nil {
+		return Status{}, err
+	}
+	if !ok { // a store from before agent identities: its root's owner
+		if a, err := st.GetAttr(kv.RootIno); err == nil {
+			agent = Agent{a.Uid, a.Gid}
+		}
+	}
+	if sp != nil {
+		st.SetQuota(int64(sp.Quota))
+	}
+	return Status{Store: dir, Agent: agent, Sources: sourcesStatus(sp, nil), Usage: st.UsageDetail()}, nil
 }
 
 // Refresh brings upstream changes into the workspace's sources (see
@@ -202,10 +328,95 @@ func refreshActor() kv.Actor {
 
 // Client talks to a running workspace's daemon.
 type Client struct {
-	hc *http.Client
+	hc        *http.Client
+	mp, store string
+	pid       int // the daemon's, when Dial found it
 }
 
-// Dial finds the daemon serving the computerfs mount at mountpoint.
+// DaemonGoneError is what Dial and the Client's calls return when the
+// computerfs mount at Mountpoint has no daemon answering for it any more
+// (killed, crashed): its control socket is refused or missing. Mounting
+// the store again replaces the dead mount.
+type DaemonGoneError struct {
+	Mountpoint string
+	Store      string
+	Pid        int // the pid the store's lock file last recorded; 0 if none
+	// Running: a process of that pid still runs (a daemon that is ending,
+	// or an unrelated process that was given the pid).
+	Running bool
+}
+
+func (e *DaemonGoneError) Error() string {
+	who := "the daemon for " + e.Mountpoint
+	if e.Pid > 0 {
+		who += fmt.Sprintf(", pid %d,", e.Pid)
+	}
+	remedy := "run computerfs mount --store " + shellQuote(e.Store) + " " + shellQuote(e.Mountpoint)
+	if e.Running {
+		return who + " does not answer on its control socket: if it is not ending, unmount the workspace and " + remedy
+	}
+	return who + " is gone: " + remedy
+}
+
+// shellQuote quotes s for a shell if it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// gone tells whether a failure to reach the control socket means that the
+// daemon is gone, and if so returns the error that says so.
+func gone(mp, store string, err error) error {
+	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	pid := storePid(store)
+	return &DaemonGoneError{Mountpoint: mp, Store: store, Pid: pid, Running: pid > 0 && !ended(pid)}
+}
+
+// lost is the error of a call whose connection broke off (err): a
+// *DaemonGoneError if the daemon that was asked has ended.
+func (c *Client) lost(err error) error {
+	if c.pid <= 0 || !brokenConn(err) || !ended(c.pid) {
+		return err
+	}
+	return &DaemonGoneError{Mountpoint: c.mp, Store: c.store, Pid: c.pid}
+}
+
+// errNoResult: the daemon's answer ended before it was complete.
+var errNoResult = errors.New("the daemon's answer ended without a result")
+
+// brokenConn tells whether err is a connection to the daemon that broke
+// off (not a cancellation, not an answer that could not be read).
+func brokenConn(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errNoResult) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// ended tells whether process pid has ended, or does within a second: a
+// killed daemon's connections close while it exits.
+func ended(pid int) bool {
+	for deadline := time.Now().Add(time.Second); proc.Running(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// transportErr is the error of a call that did not reach the daemon.
+func (c *Client) transportErr(err error) error {
+	var g *DaemonGoneError
+	if errors.As(err, &g) {
+		return g
+	}
+	return c.lost(fmt.Errorf("control socket: %w", err))
+}
+
+// Dial finds the daemon serving the computerfs mount at mountpoint. If
+// the mount's daemon is gone, the error is a *DaemonGoneError.
 func Dial(mountpoint string) (*Client, error) {
 	mp, err := filepath.Abs(mountpoint)
 	if err != nil {
@@ -217,6 +428,9 @@ func Dial(mountpoint string) (*Client, error) {
 	}
 	sock := filepath.Join(store, controlSocket)
 	if _, err := os.Stat(sock); err != nil {
+		if g := gone(mp, store, err); g != nil {
+			return nil, g
+		}
 		return nil, fmt.Errorf("workspace at %s: no control socket (%w)", mp, err)
 	}
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (c net.Conn, err error) {
@@ -225,9 +439,20 @@ func Dial(mountpoint string) (*Client, error) {
 			c, err = d.DialContext(ctx, "unix", addr)
 			return err
 		})
+		if g := gone(mp, store, err); g != nil {
+			return nil, g
+		}
 		return c, err
 	}}
-	return &Client{hc: &http.Client{Transport: tr}}, nil
+	c := &Client{hc: &http.Client{Transport: tr}, mp: mp, store: store, pid: storePid(store)}
+	// Find out now whether anybody answers, so that every command says
+	// so before it does anything else.
+	conn, err := tr.DialContext(context.Background(), "unix", "")
+	if err != nil {
+		return nil, c.transportErr(err)
+	}
+	conn.Close()
+	return c, nil
 }
 
 func (c *Client) call(ctx context.Context, method, path string, out any) error {
@@ -237,14 +462,17 @@ func (c *Client) call(ctx context.Context, method, path string, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
+		return c.transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return fmt.Errorf("workspace daemon: %s", strings.TrimSpace(string(msg)))
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return c.lost(fmt.Errorf("workspace daemon's answer: %w", err))
+	}
+	return nil
 }
 
 // Status asks the daemon to describe its workspace.
@@ -267,9 +495,12 @@ func (c *Client) Sync(ctx context.Context) (syncer.Report, error) {
 
 // RefreshStore refreshes the sources of a store that is not mounted.
 func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources.RefreshReport, error) {
+	if err := checkExisting(store); err != nil {
+		return sources.RefreshReport{}, err
+	}
 	st, err := openStore(store, opts)
 	if err != nil {
-		return sources.RefreshReport{}, err
+		return sources.RefreshReport{}, mountedHint(store, err)
 	}
 	defer st.Close()
 	sp, err := storedSpec(st)

@@ -404,7 +404,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("control socket: %w", err)
+		return ExecResult{}, c.transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -431,7 +431,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return ExecResult{}, err
+		return ExecResult{}, c.lost(err)
 	}
-	return ExecResult{}, errors.New("exec: the daemon's answer ended without a result")
+	return ExecResult{}, c.lost(fmt.Errorf("exec: %w", errNoResult))
 }

@@ -129,7 +129,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, c.transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -138,7 +138,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	}
 	var ans toolAnswer
 	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, fmt.Errorf("workspace daemon: %w", err)
+		return nil, c.lost(fmt.Errorf("workspace daemon: %w", err))
 	}
 	if ans.Error != "" {
 		return nil, &ToolError{Msg: ans.Error, Refused: ans.Refused}

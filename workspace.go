@@ -210,6 +210,24 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	return w, nil
 }
 
+// MountpointHidesFiles tells whether a mount at mp would hide files: mp
+// is a directory with entries and not a mount point already (a dead mount
+// there is replaced; a live one is refused). FUSE mounts over a directory
+// that is not empty, as Mount does: what it holds is hidden while the
+// workspace is mounted and is there again, untouched, after the unmount.
+func MountpointHidesFiles(mp string) bool {
+	if mounted, err := fs.IsMounted(mp); err != nil || mounted {
+		return false
+	}
+	d, err := os.Open(mp)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(1)
+	return len(names) > 0
+}
+
 // checkMountpointPlace refuses a mount point that is one of the host
 // directories every sandbox on the host binds from the host (/usr, /etc,
 // /opt...) or under one: there, the workspace would stop every sandbox

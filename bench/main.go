@@ -77,7 +77,7 @@ func Main(args []string, stdout io.Writer) error {
 				printUsage(stdout, fset)
 				return nil
 			}
-			return fmt.Errorf("bench: %v (see --help)", err)
+			return &UsageError{err.Error()}
 		}
 		if fset.NArg() == 0 {
 			break
@@ -98,16 +98,16 @@ func Main(args []string, stdout io.Writer) error {
 	for _, p := range positional {
 		name, dir, ok := strings.Cut(p, "=")
 		if !ok || name == "" || dir == "" {
-			return fmt.Errorf("bench: want NAME=DIR, got %q (see --help)", p)
+			return &UsageError{fmt.Sprintf("want NAME=DIR, got %q", p)}
 		}
 		targets = append(targets, Target{Name: name, Dir: dir, PID: pids[name]})
 		delete(pids, name)
 	}
 	if len(targets) == 0 {
-		return errors.New("bench: no targets given; want NAME=DIR... (see --help)")
+		return &UsageError{"missing NAME=DIR..."}
 	}
 	for name := range pids {
-		return fmt.Errorf("bench: --pid %s: no such target", name)
+		return &UsageError{fmt.Sprintf("--pid %s: no such target", name)}
 	}
 
 	opts := Options{
@@ -126,7 +126,7 @@ func Main(args []string, stdout io.Writer) error {
 	if *run != "" {
 		re, err := regexp.Compile(*run)
 		if err != nil {
-			return fmt.Errorf("bench: --run: %v", err)
+			return &UsageError{fmt.Sprintf("--run: %v", err)}
 		}
 		opts.Run = re
 	}
@@ -170,6 +170,11 @@ func Main(args []string, stdout io.Writer) error {
 	}
 	return nil
 }
+
+// UsageError is a bad flag or argument of Main.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
 
 func printUsage(w io.Writer, fset *flag.FlagSet) {
 	fmt.Fprint(w, usage)

@@ -160,6 +160,28 @@ func FindMount(dir string) (m MountInfo, ok bool, err error) {
 	return m, ok, nil
 }
 
+// FindSource returns the directory where a file system of source (as
+// "computerfs:/var/lib/ws1") is mounted, from /proc/self/mountinfo: the
+// last mount of it if there are several; ok is false if there is none.
+func FindSource(source string) (dir string, ok bool, err error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		for i := 6; i+2 < len(fields); i++ {
+			if fields[i] == "-" {
+				if unescapeMountPath(fields[i+2]) == source {
+					dir, ok = unescapeMountPath(fields[4]), true
+				}
+				break
+			}
+		}
+	}
+	return dir, ok, nil
+}
+
 // IsMounted reports whether a file system is mounted exactly at dir.
 func IsMounted(dir string) (bool, error) {
 	_, ok, err := FindMount(dir)

@@ -227,6 +227,13 @@ func CheckDir(dir string) error {
 	return err
 }
 
+// IsStore tells whether dir holds a store (Open would open it rather
+// than make a new one); an error if it holds something else.
+func IsStore(dir string) (bool, error) {
+	fresh, err := checkStoreDir(dir)
+	return err == nil && !fresh, err
+}
+
 // checkStoreDir tells whether dir is to become a new store, and refuses a
 // directory that holds something other than a store.
 func checkStoreDir(dir string) (fresh bool, err error) {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -11,6 +12,11 @@ import (
 
 func main() {
 	if err := bench.Main(os.Args[1:], os.Stdout); err != nil {
+		var ue *bench.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "bench: %v; see 'bench -h'\n", err)
+			os.Exit(2)
+		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +22,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func cmdExec(args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+	fset := newFlags("exec")
 	mount := fset.String("w", "", "the workspace's mount point")
 	backend := fset.String("backend", "auto", "shell (in the daemon, on the store), sandbox, or auto (shell when every command is built in)")
 	cwd := fset.String("cwd", "", "working directory (default /workspace)")
@@ -33,13 +31,15 @@ func cmdExec(args []string, stdout, stderr io.Writer) error {
 	verbose := fset.Bool("v", false, "say on stderr which backend ran the command, why, and how it ended")
 	var env listFlag
 	fset.Var(&env, "env", "KEY=VALUE for the command's environment (repeatable)")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if *mount == "" || len(pos) == 0 {
-		fset.Usage()
-		return &exitError{2, errors.New("exec needs -w MOUNTPOINT and a command, as: computerfs exec -w /mnt/ws -- 'ls -l'")}
+	if *mount == "" {
+		return usageErr("missing -w MOUNTPOINT")
+	}
+	if len(pos) == 0 {
+		return usageErr("missing COMMAND, as in: computerfs exec -w %s -- 'ls -l'", *mount)
 	}
 	req := computerfs.ExecRequest{Command: strings.Join(pos, " "), Backend: *backend, Cwd: *cwd, Env: env, Timeout: *timeout, Network: *network}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {

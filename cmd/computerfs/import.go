@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,9 +20,8 @@ import (
 	"github.com/computerfs/computerfs/wsfs"
 )
 
-func cmdImport(args []string, stderr io.Writer) error {
-	fset := flag.NewFlagSet("import", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+func cmdImport(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("import")
 	specFile := fset.String("spec", "", "workspace spec file (YAML)")
 	store := fset.String("store", "", "store directory to populate (must be new, or already imported from a spec)")
 	owner := fset.String("owner", "", "UID:GID that owns the imported files unless the spec says (default: the agent)")
@@ -33,13 +31,18 @@ func cmdImport(args []string, stderr io.Writer) error {
 	memtableMiB := fset.Int64("memtable-size", 128, "largest Pebble memtable during the import, in MiB (up to two are in memory)")
 	level := fset.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fset.String("log-format", "text", "log format: text or json")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || *specFile == "" || *store == "" {
-		fset.Usage()
-		return &exitError{2, errors.New("import needs --spec FILE and --store DIR")}
+	if err := needArgs(pos); err != nil {
+		return err
+	}
+	if *specFile == "" {
+		return usageErr("missing --spec FILE")
+	}
+	if *store == "" {
+		return usageErr("missing --store DIR")
 	}
 	log, err := newLogger(stderr, *level, *format)
 	if err != nil {

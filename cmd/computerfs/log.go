@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,8 +17,7 @@ import (
 )
 
 func cmdLog(args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("log", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+	fset := newFlags("log")
 	mount := fset.String("w", "", "the workspace's mount point")
 	store := fset.String("store", "", "a store that is not mounted")
 	since := fset.String("since", "", "from a sequence number (120), a time back from now (10m) or a time (RFC 3339)")
@@ -27,13 +25,15 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 	asJSON := fset.Bool("json", false, "one JSON object per line")
 	follow := fset.Bool("follow", false, "keep printing new changes as they come (with -w)")
 	toolCalls := fset.Bool("tools", false, "the audit of agent tool calls instead of the journal (--since ID, --json, --follow)")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || (*mount == "") == (*store == "") {
-		fset.Usage()
-		return &exitError{2, errors.New("log needs -w MOUNTPOINT or --store DIR")}
+	if err := needArgs(pos); err != nil {
+		return err
+	}
+	if err := oneOf(*mount, *store); err != nil {
+		return err
 	}
 	if *follow && *mount == "" {
 		return &exitError{2, errors.New("--follow needs -w MOUNTPOINT (a running workspace)")}
@@ -60,9 +60,9 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *store != "" {
-		st, err := kv.Open(*store, kv.Options{Logger: discardLogger()})
+		st, err := computerfs.OpenExisting(*store, discardLogger())
 		if err != nil {
-			return err
+			return mountedAdvice(err, useW)
 		}
 		defer st.Close()
 		for {
@@ -132,9 +132,9 @@ func logTools(mount, store, since string, asJSON, follow bool, stdout io.Writer)
 	}
 	const page = 1000
 	if store != "" {
-		st, err := kv.Open(store, kv.Options{Logger: discardLogger()})
+		st, err := computerfs.OpenExisting(store, discardLogger())
 		if err != nil {
-			return err
+			return mountedAdvice(err, useW)
 		}
 		defer st.Close()
 		for {

@@ -2,10 +2,8 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"github.com/computerfs/computerfs/internal/textsafe"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,46 +14,25 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/textsafe"
+
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sandbox"
 	"github.com/computerfs/computerfs/spec"
 )
 
-const usage = `computerfs: a durable workspace file system for agents
-
-Usage:
-  computerfs mount [flags] --store DIR MOUNTPOINT   mount the workspace kept in DIR
-                 [--spec FILE]                     ... importing FILE's sources first into a new store
-  computerfs import --spec FILE --store DIR         populate a new store from a spec, without mounting
-  computerfs refresh -w MOUNTPOINT | --store DIR    bring upstream changes into untouched paths
-                                                    (exit 3: some paths kept for their local edits)
-  computerfs status -w MOUNTPOINT                   the workspace's daemon and sources (and sync state)
-  computerfs sync -w MOUNTPOINT                     write back everything pending now; exit 1 on
-                                                    errors or conflicts
-  computerfs log -w MOUNTPOINT | --store DIR        the journal of changes (--since, --path, --json, --follow;
-                                                    --tools: the audit of agent tool calls)
-  computerfs exec -w MOUNTPOINT -- 'COMMAND'        run a shell command in the daemon, on the store
-  computerfs mcp -w MOUNTPOINT [--listen ADDR]      serve the agent tools over MCP (stdio, or HTTP with a bearer token:
-                                                    plain on loopback only, else --tls-cert/--tls-key)
-  computerfs unmount MOUNTPOINT                     unmount it and wait for the daemon
-  computerfs fsck --store DIR                       check a store's consistency (not while mounted)
-  computerfs bench [flags] NAME=DIR...              benchmark directories against each other
-  computerfs help                                   this text
-
-Run 'computerfs COMMAND -h' for a command's flags.
-`
-
 func main() {
 	sandbox.Init() // the sandbox backend starts this binary again as a sandbox's init
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errSilent) {
-			fmt.Fprintln(os.Stderr, "computerfs:", textsafe.Text(err.Error()))
-		}
-		os.Exit(exitCode(err))
+	msg, code := report(run(os.Args[1:], os.Stdout, os.Stderr))
+	if msg != "" {
+		fmt.Fprintln(os.Stderr, msg)
 	}
+	os.Exit(code)
 }
 
+// exitError ends the program with a status of its own (2 is a usage
+// error, as usageError).
 type exitError struct {
 	code int
 	err  error
@@ -63,53 +40,6 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
-
-func exitCode(err error) int {
-	var e *exitError
-	if errors.As(err, &e) {
-		return e.code
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 2
-	}
-	return 1
-}
-
-func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return &exitError{2, errors.New("no command given")}
-	}
-	switch args[0] {
-	case "mount":
-		return cmdMount(args[1:], stderr)
-	case "import":
-		return cmdImport(args[1:], stderr)
-	case "refresh":
-		return cmdRefresh(args[1:], stdout, stderr)
-	case "sync":
-		return cmdSync(args[1:], stdout, stderr)
-	case "status":
-		return cmdStatus(args[1:], stdout, stderr)
-	case "log":
-		return cmdLog(args[1:], stdout, stderr)
-	case "exec":
-		return cmdExec(args[1:], stdout, stderr)
-	case "mcp":
-		return cmdMCP(args[1:], stderr)
-	case "unmount", "umount":
-		return cmdUnmount(args[1:], stderr)
-	case "fsck":
-		return cmdFsck(args[1:], stdout, stderr)
-	case "bench":
-		return cmdBench(args[1:], stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	fmt.Fprint(stderr, usage)
-	return &exitError{2, fmt.Errorf("unknown command %q", args[0])}
-}
 
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("mount MNT --store DIR" as well as "mount --store DIR MNT").
@@ -146,9 +76,8 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
-func cmdMount(args []string, stderr io.Writer) error {
-	fset := flag.NewFlagSet("mount", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+func cmdMount(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("mount")
 	store := fset.String("store", "", "store directory (created if missing)")
 	specFile := fset.String("spec", "", "workspace spec: import its sources into the store first, unless the store was imported already")
 	owner := fset.String("owner", "", "with --spec, UID:GID that owns the imported files unless the spec says (default: the agent)")
@@ -179,19 +108,26 @@ func cmdMount(args []string, stderr io.Writer) error {
 	sbPids := fset.Int64("sandbox-pids", sandbox.DefaultLimits.Pids, "processes and threads of each sandboxed command at once (0: no limit)")
 	sbState := fset.String("sandbox-state-dir", sandbox.DefaultStateDir, "where the sandboxes keep their state (sandboxctl's --state-dir)")
 	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *store == "" {
-		fset.Usage()
-		return &exitError{2, errors.New("mount needs --store DIR and one MOUNTPOINT")}
+	if err := needArgs(pos, "MOUNTPOINT"); err != nil {
+		return err
+	}
+	if *store == "" {
+		return usageErr("missing --store DIR")
 	}
 	if *cacheMiB <= 0 {
 		return &exitError{2, fmt.Errorf("--cache-size must be positive, not %d", *cacheMiB)}
 	}
 	if *memtableMiB < 4 || *memtableMiB > 1024 {
 		return &exitError{2, fmt.Errorf("--memtable-size must be between 4 and 1024 MiB, not %d", *memtableMiB)}
+	}
+	if *readyFD < 0 && computerfs.MountpointHidesFiles(pos[0]) {
+		// Once, before an import or the daemon's start (whose log goes
+		// elsewhere with --background).
+		fmt.Fprintf(stderr, "computerfs mount: warning: %s is not empty: its files are hidden while the workspace is mounted over them (and untouched)\n", textsafe.Name(pos[0]))
 	}
 	var quota int64
 	if *quotaFlag != "" {
@@ -292,16 +228,15 @@ func readyReporter(fd int) func(error) {
 	}
 }
 
-func cmdUnmount(args []string, stderr io.Writer) error {
-	fset := flag.NewFlagSet("unmount", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+func cmdUnmount(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("unmount")
 	timeout := fset.Duration("timeout", 30*time.Second, "how long to wait for the daemon to close its store")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return &exitError{2, errors.New("unmount needs one MOUNTPOINT")}
+	if err := needArgs(pos, "MOUNTPOINT"); err != nil {
+		return err
 	}
 	return computerfs.Unmount(pos[0], *timeout)
 }
@@ -335,23 +270,22 @@ func stripValueFlag(args []string, name string) []string {
 }
 
 func cmdFsck(args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("fsck", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+	fset := newFlags("fsck")
 	store := fset.String("store", "", "store directory")
 	limit := fset.Int("max", 100, "stop after this many problems (0: all)")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || *store == "" {
-		return &exitError{2, errors.New("fsck needs --store DIR")}
-	}
-	if _, err := os.Stat(*store); err != nil {
+	if err := needArgs(pos); err != nil {
 		return err
 	}
-	s, err := kv.Open(*store, kv.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if *store == "" {
+		return usageErr("missing --store DIR")
+	}
+	s, err := computerfs.OpenExisting(*store, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
-		return err
+		return mountedAdvice(err, func(string) string { return "unmount it first" })
 	}
 	defer s.Close()
 	problems, err := s.Check(*limit)

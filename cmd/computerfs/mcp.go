@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,27 +17,27 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/internal/version"
 	"github.com/computerfs/computerfs/tools"
 )
 
-const version = "dev"
-
-func cmdMCP(args []string, stderr io.Writer) error {
-	fset := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+func cmdMCP(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("mcp")
 	mount := fset.String("w", "", "the workspace's mount point")
 	listen := fset.String("listen", "", "serve streamable HTTP on this address (as 127.0.0.1:8765) instead of stdio")
 	tokenFile := fset.String("token-file", "", "with --listen: the bearer token is this file's content (default: $COMPUTERFS_MCP_TOKEN, else a new one printed to stderr)")
 	tlsCert := fset.String("tls-cert", "", "with --listen: serve HTTPS with this certificate (PEM; with --tls-key)")
 	tlsKey := fset.String("tls-key", "", "with --listen: the certificate's private key (PEM)")
 	insecure := fset.Bool("insecure-http", false, "with --listen: allow plain HTTP on an address other hosts can reach (the token and every file then cross the network in clear)")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if *mount == "" || len(pos) != 0 {
-		fset.Usage()
-		return &exitError{2, errors.New("mcp needs -w MOUNTPOINT")}
+	if err := needArgs(pos); err != nil {
+		return err
+	}
+	if *mount == "" {
+		return usageErr("missing -w MOUNTPOINT")
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return &exitError{2, errors.New("--tls-cert and --tls-key go together")}
@@ -71,7 +70,7 @@ func cmdMCP(args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if *listen == "" {
-		err := tools.ServeStdio(ctx, c, version, log)
+		err := tools.ServeStdio(ctx, c, version.String(), log)
 		if ctx.Err() != nil || errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -97,7 +96,7 @@ func cmdMCP(args []string, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "computerfs mcp: serving %s on %s://%s/mcp\n", *mount, scheme, l.Addr())
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", tools.HTTPHandler(c, version, token, log))
+	mux.Handle("/mcp", tools.HTTPHandler(c, version.String(), token, log))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"github.com/computerfs/computerfs/internal/textsafe"
 	"io"
 	"os/signal"
 	"syscall"
+
+	"github.com/computerfs/computerfs/internal/textsafe"
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/kv"
@@ -17,18 +16,19 @@ import (
 )
 
 func cmdRefresh(args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("refresh", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+	fset := newFlags("refresh")
 	mount := fset.String("w", "", "the workspace's mount point (the daemon refreshes it)")
 	store := fset.String("store", "", "a store that is not mounted (refreshed in this process)")
 	asJSON := fset.Bool("json", false, "print the report as JSON")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || (*mount == "") == (*store == "") {
-		fset.Usage()
-		return &exitError{2, errors.New("refresh needs -w MOUNTPOINT or --store DIR")}
+	if err := needArgs(pos); err != nil {
+		return err
+	}
+	if err := oneOf(*mount, *store); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -49,7 +49,7 @@ func cmdRefresh(args []string, stdout, stderr io.Writer) error {
 		}
 		rep, err = computerfs.RefreshStore(ctx, *store, computerfs.MountOptions{Logger: log})
 		if err != nil {
-			return err
+			return mountedAdvice(err, useW)
 		}
 	}
 	if *asJSON {
@@ -103,22 +103,29 @@ func printRefresh(w io.Writer, rep sources.RefreshReport) {
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("status", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+	fset := newFlags("status")
 	mount := fset.String("w", "", "the workspace's mount point")
+	store := fset.String("store", "", "the workspace's store, mounted or not")
 	asJSON := fset.Bool("json", false, "print JSON")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || *mount == "" {
-		return &exitError{2, errors.New("status needs -w MOUNTPOINT")}
-	}
-	c, err := computerfs.Dial(*mount)
-	if err != nil {
+	if err := needArgs(pos); err != nil {
 		return err
 	}
-	st, err := c.Status(context.Background())
+	if err := oneOf(*mount, *store); err != nil {
+		return err
+	}
+	var st computerfs.Status
+	if *store != "" {
+		st, err = computerfs.StoreStatus(context.Background(), *store)
+	} else {
+		var c *computerfs.Client
+		if c, err = computerfs.Dial(*mount); err == nil {
+			st, err = c.Status(context.Background())
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -127,7 +134,11 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d, agent %s)\n", st.Mountpoint, st.Store, st.Pid, st.Agent)
+	if st.Pid == 0 {
+		fmt.Fprintf(stdout, "store %s, not mounted (agent %s)\n", textsafe.Name(st.Store), st.Agent)
+	} else {
+		fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d, agent %s)\n", textsafe.Name(st.Mountpoint), textsafe.Name(st.Store), st.Pid, st.Agent)
+	}
 	fmt.Fprintf(stdout, "  usage %s: files %s, journal %s, audit %s\n", usageOf(st.Usage), mib(st.Usage.Files), mib(st.Usage.Journal), mib(st.Usage.Audit))
 	for _, s := range st.Sources {
 		fmt.Fprintf(stdout, "  %-20s %-7s %-16s %s\n", textsafe.Name(s.Path), s.Kind, "sync: "+s.Sync, textsafe.Text(s.From))

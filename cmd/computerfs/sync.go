@@ -4,30 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/computerfs/computerfs/internal/textsafe"
 	"io"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/computerfs/computerfs/internal/textsafe"
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/syncer"
 )
 
 func cmdSync(args []string, stdout, stderr io.Writer) error {
-	fset := flag.NewFlagSet("sync", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+	fset := newFlags("sync")
 	mount := fset.String("w", "", "the workspace's mount point")
 	asJSON := fset.Bool("json", false, "print the report as JSON")
-	pos, err := parseInterleaved(fset, args)
+	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || *mount == "" {
-		fset.Usage()
-		return &exitError{2, errors.New("sync needs -w MOUNTPOINT")}
+	if err := needArgs(pos); err != nil {
+		return err
+	}
+	if *mount == "" {
+		return usageErr("missing -w MOUNTPOINT")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
