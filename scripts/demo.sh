@@ -53,7 +53,11 @@ cleanup() {
 }
 trap cleanup EXIT
 "$bin" status -w "$ws"
-(cd "$ws/app" && git status --short --branch && git log --oneline)
+# git on the workspace runs as its agent, through computerfs exec (the
+# files are the agent's: root's git refuses them as of dubious ownership,
+# and must not run an agent's .git/config; see docs/security.md)
+"$bin" exec -w "$ws" -- 'cd app && git status --short --branch && git log --oneline'
+
 echo "== files"
 find "$ws" -path "$ws/app/.git" -prune -o -print | sed "s|^$ws|/workspace|"
 du -sh "$ws"
@@ -66,7 +70,7 @@ echo "== an upstream commit, brought in with computerfs refresh"
 	git push -q "$repo" main
 )
 "$bin" refresh -w "$ws"
-(cd "$ws/app" && git log --oneline -1 && tail -1 README.md)
+"$bin" exec -w "$ws" -- 'cd app && git log --oneline -1 && tail -1 README.md'
 
 echo "== a command on the shell fast path (in the daemon, on the store), and the journal"
 "$bin" exec -w "$ws" -- 'grep -rn hello app/cmd && echo "fixed" >> BUG_REPORT.md'
@@ -78,7 +82,7 @@ echo "== a native program: auto routes it to the sandbox (-v says so)"
 echo "== unmount, mount again: the workspace is still there (no second import)"
 "$bin" unmount "$ws"
 "$bin" mount --background --spec "$demo/workspace.yaml" --store "$store" "$ws" >/dev/null
-(cd "$ws/app" && git status --short --branch)
+"$bin" exec -w "$ws" -- 'cd app && git status --short --branch'
 head -1 "$ws/BUG_REPORT.md"
 if [ "${KEEP:-}" = 1 ]; then
 	echo "== left mounted at $ws; unmount with: $bin unmount $ws"
