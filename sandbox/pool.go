@@ -143,7 +143,7 @@ func (p *Pool) fits(o *Options) bool {
 		user(o.User) == user(b.User) && sameHostUser(o.HostUser, b.HostUser) && o.Network == b.Network &&
 		o.Limits.Memory == b.Limits.Memory && o.Limits.Pids == b.Limits.Pids && o.Limits.CPU == b.Limits.CPU &&
 		host(o.Hostname) == host(b.Hostname) && o.NoSeccomp == b.NoSeccomp &&
-		filepath.Clean(o.StateDir) == filepath.Clean(b.StateDir)
+		filepath.Clean(o.StateDir) == filepath.Clean(b.StateDir) && o.GitConfig == b.GitConfig
 }
 
 func sameHostUser(a, b *User) bool {

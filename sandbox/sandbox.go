@@ -105,6 +105,14 @@ type Options struct {
 	// StateDir holds container state and the host root skeleton;
 	// DefaultStateDir by default. GC must be given the same directory.
 	StateDir string
+	// GitConfig, if set, is git configuration (such as the workspace's
+	// commit identity, "[user]\n\tname = ...") that git in the sandbox
+	// reads as its system configuration: GIT_CONFIG_SYSTEM names a
+	// read-only copy at GitConfigPath, which includes the host's
+	// /etc/gitconfig. The user's and the repository's own settings and
+	// the environment still win, as over any system configuration.
+	// At most 64 KiB.
+	GitConfig string
 }
 
 // DefaultStateDir is where containers keep their state unless
@@ -557,6 +565,9 @@ const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 func (r *run) env() []string {
 	env := []string{"PATH=" + DefaultPath, "HOME=/tmp"}
+	if r.opts.GitConfig != "" {
+		env = append(env, "GIT_CONFIG_SYSTEM="+GitConfigPath)
+	}
 	for _, kv := range r.opts.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		replaced := false

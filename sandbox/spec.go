@@ -117,6 +117,12 @@ func (r *run) spec(rootfs string) *specs.Spec {
 			})
 		}
 	}
+	if o.GitConfig != "" {
+		s.Mounts = append(s.Mounts, specs.Mount{
+			Destination: GitConfigPath, Type: "bind", Source: gitConfigSource(o.StateDir, o.GitConfig),
+			Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"},
+		})
+	}
 	if o.Workspace != "" {
 		s.Mounts = append(s.Mounts, specs.Mount{
 			Destination: "/workspace", Type: "bind", Source: o.Workspace,
@@ -181,6 +187,11 @@ func (r *run) config() (*configs.Config, error) {
 	}
 	if err := r.checkMounts(); err != nil {
 		return nil, err
+	}
+	if r.opts.GitConfig != "" {
+		if err := writeGitConfig(r.opts.StateDir, r.opts.GitConfig); err != nil {
+			return nil, err
+		}
 	}
 	// specconv sets the owner of its shared default devices: one at a time.
 	specconvMu.Lock()

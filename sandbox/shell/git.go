@@ -806,6 +806,14 @@ func (g *gitCmd) identity(who string) (object.Signature, error) {
 	if name == "" {
 		name = cfg.Raw.Section("user").Option("name")
 	}
+	// The daemon's default, as git's system configuration: under the
+	// repository's settings, over $EMAIL.
+	if name == "" {
+		name = g.r.sh.opts.GitName
+	}
+	if email == "" {
+		email = g.r.sh.opts.GitEmail
+	}
 	if email == "" {
 		email = g.getenv("EMAIL")
 	}

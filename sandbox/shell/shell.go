@@ -61,6 +61,11 @@ type Options struct {
 	MaxMemory int64
 	// Now, if set, replaces the clock for date (tests).
 	Now func() time.Time
+	// GitName and GitEmail are the identity of git's commits and reflog
+	// entries when neither the environment (GIT_AUTHOR_NAME...), -c nor
+	// the repository's configuration names one, as git's system
+	// configuration is in the sandbox (sandbox.Options.GitConfig).
+	GitName, GitEmail string
 }
 
 // ExecOptions configure one Exec.
