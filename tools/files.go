@@ -400,9 +400,12 @@ func (t *Tools) replace(c *call, p string, data []byte, mkParents bool) (created
 		return false, showErr(err)
 	}
 	err = c.fs.WriteFile(p, data, mode)
+	if err == nil {
+		return created, nil
+	}
 	var refused *Refusal
-	if err == nil || created || errors.As(err, &refused) || !errors.Is(err, fs.ErrPermission) {
-		return created, showErr(err)
+	if created || errors.As(err, &refused) || !errors.Is(err, fs.ErrPermission) {
+		return false, showErr(err)
 	}
 	tmp := path.Join(dir, fmt.Sprintf(".%s.tools-%d.tmp", path.Base(p), c.id))
 	if len(path.Base(tmp)) > kv.MaxNameLen {
