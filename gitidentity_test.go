@@ -1,6 +1,7 @@
 package computerfs_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,9 @@ import (
 func TestAgentCommitIdentity(t *testing.T) {
 	bare := gittest.Bare(t, gittest.NewRepo(t, map[string]string{"a.txt": "a\n"}))
 	spec := filepath.Join(t.TempDir(), "ws.yaml")
-	yaml := "sources:\n  - path: /r\n    git: {url: " + bare + `, author: 'Spec "Jr" O''Au\thor; #1 <spec@example.com>'}` + "\n"
+	lib := gittest.Bare(t, gittest.NewRepo(t, map[string]string{"lib.go": "package lib\n"}))
+	yaml := "sources:\n  - path: /r\n    git: {url: " + bare + `, author: 'Spec "Jr" O''Au\thor; #1 <spec@example.com>'}` + "\n" +
+		"  - path: /sub dir/lib\n    git: {url: " + lib + ", author: 'Lib Author <lib@example.com>'}\n"
 	if err := os.WriteFile(spec, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +46,21 @@ func TestAgentCommitIdentity(t *testing.T) {
 		got = run(backend, "git checkout -q -b side-"+f+" && git checkout -q - && git branch --show-current && "+show)
 		if got != "main\n"+want+"|"+want+"\n"+want+"\n" {
 			t.Errorf("%s: after checkout -b and checkout -:\n%s", backend, got)
+		}
+	}
+	// Another source's repository is by its own author:; a repository
+	// the agent made is by the first source's.
+	if res, _, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: "git init -q -b main scratch"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("git init: %v %+v %s", err, res, errOut)
+	}
+	for _, c := range []struct{ dir, want string }{{"sub dir/lib", "Lib Author <lib@example.com>"}, {"scratch", want}} {
+		for i, backend := range []string{"shell", "sandbox"} {
+			f := fmt.Sprintf("f%d", i)
+			res, got, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: backend, Cwd: c.dir,
+				Command: "echo " + f + " > " + f + " && git add " + f + " && git commit -q -m " + f + " && " + show})
+			if err != nil || res.ExitCode != 0 || got != c.want+"|"+c.want+"\n"+c.want+"\n" {
+				t.Errorf("%s in %s: %v %+v: the commit and its reflog entry are by\n%s%s want %s", backend, c.dir, err, res, got, errOut, c.want)
+			}
 		}
 	}
 	// What the agent configures in the repository wins, on both backends.

@@ -4,58 +4,88 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 )
 
-// GitConfigPath is where a sandbox with Options.GitConfig finds it,
-// read-only; GIT_CONFIG_SYSTEM names it.
-const GitConfigPath = "/dev/computerfs/gitconfig"
+// GitConfigDir is where a sandbox with Options.GitConfig finds it,
+// read-only: GitConfigDir/config, which GIT_CONFIG_SYSTEM names, and the
+// files of Options.GitConfigIncludes beside it.
+const GitConfigDir = "/dev/computerfs/git"
 
-// maxGitConfig bounds Options.GitConfig.
-const maxGitConfig = 64 << 10
+// Bounds of Options.GitConfig and GitConfigIncludes together.
+const (
+	maxGitConfig         = 64 << 10
+	maxGitConfigIncludes = 64
+)
 
-// gitConfigText is the file a sandbox's git reads as its system
-// configuration: the host's /etc/gitconfig (an include of a missing file
-// is nothing), then opts' settings.
-func gitConfigText(cfg string) []byte {
-	return []byte("[include]\n\tpath = /etc/gitconfig\n" + cfg)
-}
+var includeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// gitConfigSource is the host file, under the state directory, that holds
-// cfg: named by its content, so that every sandbox with the same settings
-// shares one file and no file is ever rewritten under a running sandbox.
-func gitConfigSource(stateDir, cfg string) string {
-	h := sha256.Sum256(gitConfigText(cfg))
-	return filepath.Join(stateDir, "gitconfig-"+hex.EncodeToString(h[:8]))
-}
-
-// writeGitConfig makes the file of gitConfigSource if it is not there.
-func writeGitConfig(stateDir, cfg string) error {
-	if len(cfg) > maxGitConfig {
-		return fmt.Errorf("sandbox: git configuration of %d bytes (at most %d)", len(cfg), maxGitConfig)
+// gitConfigFiles are the files of the configuration directory: config
+// starts with an include of the host's /etc/gitconfig (an include of a
+// missing file is nothing), then opts' settings.
+func (o *Options) gitConfigFiles() (map[string]string, error) {
+	if len(o.GitConfigIncludes) > maxGitConfigIncludes {
+		return nil, fmt.Errorf("sandbox: %d git configuration includes (at most %d)", len(o.GitConfigIncludes), maxGitConfigIncludes)
 	}
-	dst := gitConfigSource(stateDir, cfg)
+	files := map[string]string{"config": "[include]\n\tpath = /etc/gitconfig\n" + o.GitConfig}
+	n := len(o.GitConfig)
+	for name, text := range o.GitConfigIncludes {
+		if !includeName.MatchString(name) || name == "config" {
+			return nil, fmt.Errorf("sandbox: git configuration include %q: want a plain file name other than config", name)
+		}
+		files[name] = text
+		n += len(text)
+	}
+	if n > maxGitConfig {
+		return nil, fmt.Errorf("sandbox: git configuration of %d bytes (at most %d)", n, maxGitConfig)
+	}
+	return files, nil
+}
+
+// gitConfigSource is the host directory, under the state directory, that
+// holds files: named by their content, so that every sandbox with the
+// same settings shares it and no file is ever rewritten under a running
+// sandbox.
+func gitConfigSource(stateDir string, files map[string]string) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(name), name, len(files[name]), files[name])
+	}
+	return filepath.Join(stateDir, "gitconfig-"+hex.EncodeToString(h.Sum(nil)[:8]))
+}
+
+// writeGitConfig makes the directory of gitConfigSource if it is not
+// there: written beside it, then renamed into place.
+func writeGitConfig(stateDir string, files map[string]string) error {
+	dst := gitConfigSource(stateDir, files)
 	if _, err := os.Stat(dst); err == nil {
 		return nil
 	}
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("sandbox: state directory: %w", err)
 	}
-	f, err := os.CreateTemp(stateDir, ".gitconfig-")
+	tmp, err := os.MkdirTemp(stateDir, ".gitconfig-")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(gitConfigText(cfg))
-	if err == nil {
-		err = f.Chmod(0o644) // the mapped users read it
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil { // the mapped users read it
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(text), 0o644); err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), dst)
+	if err := os.Rename(tmp, dst); err != nil {
+		if _, serr := os.Stat(dst); serr == nil {
+			return nil // another sandbox made it meanwhile
+		}
+		return err
 	}
-	return err
+	return nil
 }

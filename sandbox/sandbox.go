@@ -108,11 +108,14 @@ type Options struct {
 	// GitConfig, if set, is git configuration (such as the workspace's
 	// commit identity, "[user]\n\tname = ...") that git in the sandbox
 	// reads as its system configuration: GIT_CONFIG_SYSTEM names a
-	// read-only copy at GitConfigPath, which includes the host's
-	// /etc/gitconfig. The user's and the repository's own settings and
-	// the environment still win, as over any system configuration.
-	// At most 64 KiB.
+	// read-only copy, GitConfigDir/config, which includes the host's
+	// /etc/gitconfig first. The user's and the repository's own settings
+	// and the environment still win, as over any system configuration.
 	GitConfig string
+	// GitConfigIncludes are files beside it, by name, that it may
+	// include ("path = NAME", as in an includeIf). At most 64; 64 KiB
+	// with GitConfig.
+	GitConfigIncludes map[string]string
 }
 
 // DefaultStateDir is where containers keep their state unless
@@ -566,7 +569,7 @@ const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 func (r *run) env() []string {
 	env := []string{"PATH=" + DefaultPath, "HOME=/tmp"}
 	if r.opts.GitConfig != "" {
-		env = append(env, "GIT_CONFIG_SYSTEM="+GitConfigPath)
+		env = append(env, "GIT_CONFIG_SYSTEM="+GitConfigDir+"/config")
 	}
 	for _, kv := range r.opts.Env {
 		k, _, _ := strings.Cut(kv, "=")

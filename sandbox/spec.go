@@ -117,9 +117,9 @@ func (r *run) spec(rootfs string) *specs.Spec {
 			})
 		}
 	}
-	if o.GitConfig != "" {
+	if files, err := o.gitConfigFiles(); o.GitConfig != "" && err == nil {
 		s.Mounts = append(s.Mounts, specs.Mount{
-			Destination: GitConfigPath, Type: "bind", Source: gitConfigSource(o.StateDir, o.GitConfig),
+			Destination: GitConfigDir, Type: "bind", Source: gitConfigSource(o.StateDir, files),
 			Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"},
 		})
 	}
@@ -189,7 +189,11 @@ func (r *run) config() (*configs.Config, error) {
 		return nil, err
 	}
 	if r.opts.GitConfig != "" {
-		if err := writeGitConfig(r.opts.StateDir, r.opts.GitConfig); err != nil {
+		files, err := r.opts.gitConfigFiles()
+		if err == nil {
+			err = writeGitConfig(r.opts.StateDir, files)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

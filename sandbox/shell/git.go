@@ -808,11 +808,19 @@ func (g *gitCmd) identity(who string) (object.Signature, error) {
 	}
 	// The daemon's default, as git's system configuration: under the
 	// repository's settings, over $EMAIL.
+	dn, de := g.r.sh.opts.GitName, g.r.sh.opts.GitEmail
+	best := -1
+	for _, d := range g.r.sh.opts.GitDirs {
+		dir := strings.TrimSuffix(d.Dir, "/")
+		if len(dir) > best && (g.root == dir || strings.HasPrefix(g.root, dir+"/")) {
+			best, dn, de = len(dir), d.Name, d.Email
+		}
+	}
 	if name == "" {
-		name = g.r.sh.opts.GitName
+		name = dn
 	}
 	if email == "" {
-		email = g.r.sh.opts.GitEmail
+		email = de
 	}
 	if email == "" {
 		email = g.getenv("EMAIL")
