@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 )
 
@@ -22,7 +21,20 @@ const (
 	maxGitConfigIncludes = 64
 )
 
-var includeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// plainName says whether name is a plain file name: letters, digits,
+// '.', '_' and '-', not starting with '.', '_' or '-', at most 64 bytes.
+func plainName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i, c := range []byte(name) {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // gitConfigFiles are the files of the configuration directory: config
 // starts with an include of the host's /etc/gitconfig (an include of a
@@ -34,7 +46,7 @@ func (o *Options) gitConfigFiles() (map[string]string, error) {
 	files := map[string]string{"config": "[include]\n\tpath = /etc/gitconfig\n" + o.GitConfig}
 	n := len(o.GitConfig)
 	for name, text := range o.GitConfigIncludes {
-		if !includeName.MatchString(name) || name == "config" {
+		if !plainName(name) || name == "config" {
 			return nil, fmt.Errorf("sandbox: git configuration include %q: want a plain file name other than config", name)
 		}
 		files[name] = text
