@@ -107,7 +107,7 @@ policy:
 	// 3
 	// refused by policy read_only_paths[0] "/repo/.git": /workspace/repo/.git/config is read-only for tools
 	// #1 mkdir {"path":"triage"} made (journal records: 1)
-	// #2 write {"content":"# Crash on empty input\n","path":"/workspace/triage/BUG_REPORT.md"} created, 23 bytes (journal records: 4)
+	// #2 write {"content":"# Crash on empty input\n","path":"/workspace/triage/BUG_REPORT.md"} created, 23 bytes (journal records: 1)
 	// #3 git-clone {"path":"repo","url":"REPO"} checked out HEAD (journal records: N)
 	// #4 grep {"path":"repo","query":"parse(\"\")"} 1 matches (journal records: 0)
 	// #5 exec {"command":"wc -l < repo/main.go"} exit 0, 2+0 bytes of output (journal records: 0)

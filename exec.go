@@ -79,7 +79,9 @@ type SandboxOptions struct {
 // always, the sandbox when the daemon was started with one and other
 // users (the sandbox's) can use the mount.
 func (w *Workspace) setBackends(opts MountOptions) {
-	w.shell = &shell.Backend{FS: w.FS.ForAgent().WithPolicy(pathRules(w.spec))}
+	git := newGitIdentity(w.spec)
+	w.shell = &shell.Backend{FS: w.FS.ForAgent().WithPolicy(pathRules(w.spec)),
+		Opts: shell.Options{GitName: git.name, GitEmail: git.email, GitDirs: git.dirs}}
 	switch {
 	case w.Mountpoint == "":
 		w.noSandbox = "the workspace is not mounted (the sandbox runs on the mount)"
@@ -89,6 +91,7 @@ func (w *Workspace) setBackends(opts MountOptions) {
 		w.noSandbox = "the mount is private (--private), so the sandbox's users cannot reach it"
 	default:
 		sb := &workspaceSandbox{agent: w.agent, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}}
+		sb.sb.Base.GitConfig, sb.sb.Base.GitConfigIncludes = git.sandboxConfig()
 		if opts.Sandbox.Warm > 0 {
 			sb.warm = &warmPool{size: opts.Sandbox.Warm, idle: warmIdle, log: w.log}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
 )
 
 // LogEntry is one journal record, as `computerfs log` shows it.
@@ -48,9 +49,41 @@ type LogQuery struct {
 	Since time.Time // records at or after this time
 	Path  string    // records whose path (or new path) is this path or under it
 	Limit int       // at most this many (0: 1000)
+	// Exclude leaves out the records whose path a glob of it matches or
+	// lies under (spec.MatchPath: "/repo/.git/**", "*.lock"); a rename
+	// only when its new path is left out too. At most MaxLogExcludes.
+	Exclude []string
 }
 
 const maxLogLimit = 10000
+
+// MaxLogExcludes bounds LogQuery.Exclude: globs, each at most 1024 bytes.
+const MaxLogExcludes = 64
+
+func (q LogQuery) checkExclude() error {
+	if len(q.Exclude) > MaxLogExcludes {
+		return fmt.Errorf("exclude: %d patterns (at most %d)", len(q.Exclude), MaxLogExcludes)
+	}
+	for _, g := range q.Exclude {
+		if len(g) > 1024 {
+			return fmt.Errorf("exclude: a pattern of %d bytes (at most 1024)", len(g))
+		}
+		if err := spec.CheckGlob(g); err != nil {
+			return fmt.Errorf("exclude: %w", err)
+		}
+	}
+	return nil
+}
+
+// excluded says whether a glob of q.Exclude matches p.
+func (q LogQuery) excluded(p string) bool {
+	for _, g := range q.Exclude {
+		if spec.MatchPath(g, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // ReadLog returns the journal records that q selects, oldest first.
 func ReadLog(st *kv.Store, q LogQuery) ([]LogEntry, error) {
@@ -58,6 +91,9 @@ func ReadLog(st *kv.Store, q LogQuery) ([]LogEntry, error) {
 		q.Limit = 1000
 	}
 	q.Limit = min(q.Limit, maxLogLimit)
+	if err := q.checkExclude(); err != nil {
+		return nil, err
+	}
 	prefix := strings.TrimSuffix(q.Path, "/")
 	under := func(p string, cut bool) bool {
 		// A cut path stands for something at or under it.
@@ -71,6 +107,9 @@ func ReadLog(st *kv.Store, q LogQuery) ([]LogEntry, error) {
 			return true
 		}
 		if q.Path != "" && !under(r.Path, r.PathCut) && !(r.Op == kv.JRename && under(r.Path2, r.Path2Cut)) {
+			return true
+		}
+		if len(q.Exclude) > 0 && q.excluded(r.Path) && (r.Op != kv.JRename || q.excluded(r.Path2)) {
 			return true
 		}
 		out = append(out, LogEntry{Seq: r.Seq, Time: t, Op: r.Op.String(), Ino: r.Ino, Path: r.Path, Path2: r.Path2, Size: r.Size, Actor: r.Actor,
@@ -91,6 +130,9 @@ func (q LogQuery) values() url.Values {
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	for _, g := range q.Exclude {
+		v.Add("exclude", g)
 	}
 	return v
 }
@@ -114,7 +156,8 @@ func parseLogQuery(v url.Values) (LogQuery, error) {
 		}
 	}
 	q.Path = v.Get("path")
-	return q, nil
+	q.Exclude = v["exclude"]
+	return q, q.checkExclude()
 }
 
 func (w *Workspace) serveLog(rw http.ResponseWriter, r *http.Request) {

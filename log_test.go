@@ -2,6 +2,7 @@ package computerfs
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/computerfs/computerfs/internal/testmount"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestParseSince: --since takes a sequence number, a duration back from
@@ -217,4 +219,73 @@ func TestAuditStringHostile(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLogExcludeAndToolEdit: an agent's edit through MCP is one change of
+// the edited file in `computerfs log`, and --exclude (repeatable) leaves
+// out the paths its globs match or hold: a git repository's .git, lock
+// files anywhere. A rename stays unless its new path is left out too.
+func TestLogExcludeAndToolEdit(t *testing.T) {
+	m := mountWithSpec(t, "sources:\n  - path: /repo/main.go\n    content: \"package main\\n\"\n")
+	bin := testmount.Binary(t)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.CommandTransport{Command: exec.Command(bin, "mcp", "-w", m.Dir)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	before := logLines(t, bin, m.Dir)
+	if out, isErr := toolText(t, cs, "edit", map[string]any{"path": "repo/main.go", "edits": []map[string]any{{"oldText": "package main", "newText": "package edited"}}}); isErr {
+		t.Fatalf("edit: %s", out)
+	}
+	if got := logLines(t, bin, m.Dir)[len(before):]; len(got) != 1 || !strings.Contains(got[0], " write /repo/main.go ") || !strings.Contains(got[0], "tools #") {
+		t.Fatalf("the journal of one edit:\n%s\nbefore it:\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
+	}
+	for _, d := range []string{"repo/.git/refs", "repo/sub"} {
+		if err := os.MkdirAll(filepath.Join(m.Dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"repo/.git/HEAD", "repo/.git/refs/x", "repo/sub/a.lock", "repo/sub/b.go"} {
+		if err := os.WriteFile(filepath.Join(m.Dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(filepath.Join(m.Dir, "repo/.git/refs/x"), filepath.Join(m.Dir, "repo/x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(m.Dir, "repo/.git/HEAD"), filepath.Join(m.Dir, "repo/.git/HEAD2")); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(logLines(t, bin, m.Dir), "\n")
+	got := strings.Join(logLines(t, bin, m.Dir, "--exclude", "/repo/.git/**", "--exclude", "*.lock"), "\n")
+	for _, want := range []string{"write /repo/main.go", "create /repo/sub/b.go", "rename /repo/.git/refs/x -> /repo/x"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log --exclude lost %q:\n%s", want, got)
+		}
+	}
+	for _, gone := range []string{"mkdir /repo/.git", "/repo/.git/HEAD", "create /repo/.git/refs/x", "a.lock"} {
+		if !strings.Contains(all, gone) {
+			t.Errorf("log without --exclude has no %q:\n%s", gone, all)
+		}
+		if strings.Contains(got, gone) {
+			t.Errorf("log --exclude kept %q:\n%s", gone, got)
+		}
+	}
+	if out, err := exec.Command(bin, "log", "-w", m.Dir, "--exclude", "/a/../b").CombinedOutput(); err == nil || !strings.Contains(string(out), "--exclude") {
+		t.Errorf("log --exclude with a bad pattern: %v\n%s", err, out)
+	}
+}
+
+// logLines is `computerfs log -w mount args...`, a line per record.
+func logLines(t *testing.T, bin, mount string, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command(bin, append([]string{"log", "-w", mount}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("computerfs log: %v\n%s", err, out)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 }

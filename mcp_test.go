@@ -167,7 +167,7 @@ func TestMCPStdioEndToEnd(t *testing.T) {
 			byTool[r.Tool] = r
 		}
 	}
-	if w := byTool["write"]; w.Journal < 3 || w.Actor.Entry != "tools" || w.Result != "created, 13 bytes" {
+	if w := byTool["write"]; w.Journal != 1 || w.Actor.Entry != "tools" || w.Result != "created, 13 bytes" {
 		t.Fatalf("write record: %+v", w)
 	}
 	if x := byTool["exec"]; x.Backend != "shell" || x.Result == "" {

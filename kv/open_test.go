@@ -418,3 +418,56 @@ func TestSmallStoreIsSmall(t *testing.T) {
 		t.Errorf("a closed store of 10 small files uses %d bytes of disk", n)
 	}
 }
+
+// TestNoSyncStoreDropsItsLogs: a NoSync store (an import's staging store)
+// leaves no log behind but an empty one, and no log of it is allocated
+// ahead; the store opens again with everything, takes new writes, and
+// keeps them across another reopen.
+func TestNoSyncStoreDropsItsLogs(t *testing.T) {
+	dir := t.TempDir()
+	opts := quietOptions()
+	opts.NoSync, opts.NoJournal, opts.MemTableSize = true, true, 4<<20
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 64<<10/16)
+	var inos []uint64
+	for i := range 200 { // 12.5 MiB: three memtables
+		a, err := s.Create(RootIno, "f"+strconv.Itoa(i), NewInode{Mode: S_IFREG | 0o644, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inos = append(inos, a.Ino)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "db", "*.log"))
+	for _, l := range logs {
+		var st syscall.Stat_t
+		if err := syscall.Stat(l, &st); err != nil || st.Size != 0 || st.Blocks != 0 {
+			t.Errorf("log %s: %v, %d bytes, %d blocks", l, err, st.Size, st.Blocks)
+		}
+	}
+	if len(logs) != 1 {
+		t.Errorf("logs after Close: %v", logs)
+	}
+	for round := range 2 {
+		s = openStore(t, dir)
+		for _, ino := range inos {
+			buf := make([]byte, len(data)+1)
+			if n, _, err := s.Read(ino, 0, buf); err != nil || !bytes.Equal(buf[:n], data) {
+				t.Fatalf("round %d: file %d: %v, %d bytes", round, ino, err, n)
+			}
+		}
+		a, err := s.Create(RootIno, "after"+strconv.Itoa(round), NewInode{Mode: S_IFREG | 0o644, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inos = append(inos, a.Ino)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

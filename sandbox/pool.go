@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -143,7 +144,7 @@ func (p *Pool) fits(o *Options) bool {
 		user(o.User) == user(b.User) && sameHostUser(o.HostUser, b.HostUser) && o.Network == b.Network &&
 		o.Limits.Memory == b.Limits.Memory && o.Limits.Pids == b.Limits.Pids && o.Limits.CPU == b.Limits.CPU &&
 		host(o.Hostname) == host(b.Hostname) && o.NoSeccomp == b.NoSeccomp &&
-		filepath.Clean(o.StateDir) == filepath.Clean(b.StateDir)
+		filepath.Clean(o.StateDir) == filepath.Clean(b.StateDir) && o.GitConfig == b.GitConfig && maps.Equal(o.GitConfigIncludes, b.GitConfigIncludes)
 }
 
 func sameHostUser(a, b *User) bool {

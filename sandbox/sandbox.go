@@ -105,6 +105,17 @@ type Options struct {
 	// StateDir holds container state and the host root skeleton;
 	// DefaultStateDir by default. GC must be given the same directory.
 	StateDir string
+	// GitConfig, if set, is git configuration (such as the workspace's
+	// commit identity, "[user]\n\tname = ...") that git in the sandbox
+	// reads as its system configuration: GIT_CONFIG_SYSTEM names a
+	// read-only copy, GitConfigDir/config, which includes the host's
+	// /etc/gitconfig first. The user's and the repository's own settings
+	// and the environment still win, as over any system configuration.
+	GitConfig string
+	// GitConfigIncludes are files beside it, by name, that it may
+	// include ("path = NAME", as in an includeIf). At most 64; 64 KiB
+	// with GitConfig.
+	GitConfigIncludes map[string]string
 }
 
 // DefaultStateDir is where containers keep their state unless
@@ -557,6 +568,9 @@ const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 func (r *run) env() []string {
 	env := []string{"PATH=" + DefaultPath, "HOME=/tmp"}
+	if r.opts.GitConfig != "" {
+		env = append(env, "GIT_CONFIG_SYSTEM="+GitConfigDir+"/config")
+	}
 	for _, kv := range r.opts.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		replaced := false

@@ -117,6 +117,12 @@ func (r *run) spec(rootfs string) *specs.Spec {
 			})
 		}
 	}
+	if files, err := o.gitConfigFiles(); o.GitConfig != "" && err == nil {
+		s.Mounts = append(s.Mounts, specs.Mount{
+			Destination: GitConfigDir, Type: "bind", Source: gitConfigSource(o.StateDir, files),
+			Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"},
+		})
+	}
 	if o.Workspace != "" {
 		s.Mounts = append(s.Mounts, specs.Mount{
 			Destination: "/workspace", Type: "bind", Source: o.Workspace,
@@ -181,6 +187,15 @@ func (r *run) config() (*configs.Config, error) {
 	}
 	if err := r.checkMounts(); err != nil {
 		return nil, err
+	}
+	if r.opts.GitConfig != "" {
+		files, err := r.opts.gitConfigFiles()
+		if err == nil {
+			err = writeGitConfig(r.opts.StateDir, files)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	// specconv sets the owner of its shared default devices: one at a time.
 	specconvMu.Lock()

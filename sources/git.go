@@ -58,12 +58,14 @@ func (im *Importer) importGit(ctx context.Context, idx int, src *spec.Source) er
 func (im *Importer) cloneWithGoGit(ctx context.Context, idx int, src *spec.Source, url string, auth transport.AuthMethod, target refTarget) error {
 	g := src.Git
 	name := src.Path
-	im.Progress.Begin(name, "fetch", 0, 0)
+	im.Progress.Begin(name, "clone", 0, 0)
+	prog := &gitProgress{p: im.Progress, name: name}
 	wt := &countingFS{Billy: im.fs.Billy(src.Path), p: im.Progress}
 	dot, err := im.fs.Billy(src.Path).Chroot(".git")
 	if err != nil {
 		return err
 	}
+	dot = &packFS{Filesystem: dot, g: prog}
 	st := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
 	defer st.Close()
 	opts := &git.CloneOptions{
@@ -74,11 +76,13 @@ func (im *Importer) cloneWithGoGit(ctx context.Context, idx int, src *spec.Sourc
 		Depth:         g.Depth,
 		NoCheckout:    true,
 		Tags:          git.AllTags,
+		Progress:      prog,
 	}
 	if g.Depth > 0 {
 		opts.Tags = git.NoTags
 	}
 	repo, err := git.CloneContext(ctx, st, wt, opts)
+	prog.end()
 	if err != nil {
 		return fmt.Errorf("git clone %s: %w", g.URL, explainGitError(err))
 	}

@@ -62,7 +62,7 @@ func (im *Importer) cloneWithCLI(ctx context.Context, gitBin string, idx int, sr
 		return err
 	}
 	// No templates (no hooks from the host), no prompts, no checkout.
-	args = append(args, "clone", "--quiet", "--template=", "--no-checkout")
+	args = append(args, "clone", "--progress", "--template=", "--no-checkout")
 	if g.Depth > 0 {
 		// --no-local: a local path is cloned through the transport too,
 		// which is what honours the depth.
@@ -73,7 +73,10 @@ func (im *Importer) cloneWithCLI(ctx context.Context, gitBin string, idx int, sr
 	}
 	args = append(args, "--", url, wt)
 	im.Progress.Begin(src.Path, "clone", 0, 0)
-	if _, err := runGit(ctx, gitBin, scratch, env, nil, args...); err != nil {
+	prog := &gitProgress{p: im.Progress, name: src.Path}
+	_, err = runGitStderr(ctx, gitBin, scratch, env, nil, prog, args...)
+	prog.end()
+	if err != nil {
 		return fmt.Errorf("git clone %s: %w", g.URL, err)
 	}
 	if !target.hash.IsZero() { // a commit: a detached HEAD, as git checkout COMMIT leaves it
@@ -277,12 +280,20 @@ func (im *Importer) writeBlob(r *bufio.Reader, parent uint64, name string, mode 
 // workspace) and returns its output. What steers it is the daemon's:
 // the spec's url and credentials, confinedArgs and gitEnv.
 func runGit(ctx context.Context, gitBin, dir string, env []string, stdin io.Reader, args ...string) ([]byte, error) {
+	return runGitStderr(ctx, gitBin, dir, env, stdin, &bytes.Buffer{}, args...)
+}
+
+// runGitStderr is runGit with git's stderr going to stderr, whose String
+// is the message of a failure.
+func runGitStderr(ctx context.Context, gitBin, dir string, env []string, stdin io.Reader, stderr interface {
+	io.Writer
+	String() string
+}, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, gitBin, append(confinedArgs(), args...)...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(env)
 	cmd.Stdin = stdin
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.Output()
 	if err != nil {

@@ -47,11 +47,58 @@ func (p *Progress) Begin(name, phase string, totalObjects, totalBytes int64) {
 	go p.loop(p.stop, p.done)
 }
 
+// Rename makes the phase under way another (its counts start again),
+// without reporting it as done: for a phase that stood for the work until
+// its real steps were known ("clone" until git reports "fetch").
+func (p *Progress) Rename(phase string, totalObjects int64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	running := p.stop != nil
+	if running {
+		p.phase, p.start = phase, time.Now()
+		p.objects.Store(0)
+		p.bytes.Store(0)
+		p.total.Store(totalObjects)
+		p.totalB.Store(0)
+	}
+	name := p.name
+	p.mu.Unlock()
+	if !running {
+		p.Begin(name, phase, totalObjects, 0)
+	}
+}
+
 // SetTotal sets what the phase expects, once it is known.
 func (p *Progress) SetTotal(objects, bytes int64) {
 	if p != nil {
 		p.total.Store(objects)
 		p.totalB.Store(bytes)
+	}
+}
+
+// Set says how much of the phase is done (of total objects, when that
+// becomes known): for work counted elsewhere, as git's progress.
+func (p *Progress) Set(objects, total, bytes int64) {
+	if p != nil {
+		p.objects.Store(objects)
+		p.total.Store(total)
+		p.bytes.Store(bytes)
+	}
+}
+
+// SetObjects and SetBytes are Set of one count.
+func (p *Progress) SetObjects(objects, total int64) {
+	if p != nil {
+		p.objects.Store(objects)
+		p.total.Store(total)
+	}
+}
+
+func (p *Progress) SetBytes(bytes int64) {
+	if p != nil {
+		p.bytes.Store(bytes)
 	}
 }
 
@@ -128,7 +175,10 @@ func (p *Progress) report(final bool) {
 	if total > 0 {
 		fmt.Fprintf(&b, "/%d", total)
 	}
-	fmt.Fprintf(&b, " objects, %s, %s/s", humanBytes(bytes), humanBytes(int64(rate)))
+	b.WriteString(" objects")
+	if bytes > 0 { // the server's counting and compressing have none
+		fmt.Fprintf(&b, ", %s, %s/s", humanBytes(bytes), humanBytes(int64(rate)))
+	}
 	if final {
 		fmt.Fprintf(&b, " in %s\n", elapsed.Round(10*time.Millisecond))
 	} else if eta > 0 {

@@ -369,9 +369,13 @@ func (t *Tools) Write(ctx context.Context, a WriteArgs) (WriteResult, error) {
 	})
 }
 
-// replace gives the file p the content data atomically: a temporary file
-// beside it, renamed over it. An existing file's mode and owner are kept;
-// with mkParents, missing directories are made.
+// replace gives the file p the content data atomically, in one change of
+// the store and one record of the journal (a write of p, or its create):
+// readers, and the store after a crash, see the old content or the new.
+// An existing file keeps its inode, mode and owner; one the agent may not
+// write but whose directory it may is replaced as an editor saves it, by
+// a temporary file beside it renamed over it (that file's records are in
+// the journal then). With mkParents, missing directories are made.
 func (t *Tools) replace(c *call, p string, data []byte, mkParents bool) (created bool, err error) {
 	dir := path.Dir(p)
 	mode := uint32(0o644)
@@ -393,6 +397,14 @@ func (t *Tools) replace(c *call, p string, data []byte, mkParents bool) (created
 			}
 		}
 	default:
+		return false, showErr(err)
+	}
+	err = c.fs.WriteFile(p, data, mode)
+	if err == nil {
+		return created, nil
+	}
+	var refused *Refusal
+	if created || errors.As(err, &refused) || !errors.Is(err, fs.ErrPermission) {
 		return false, showErr(err)
 	}
 	tmp := path.Join(dir, fmt.Sprintf(".%s.tools-%d.tmp", path.Base(p), c.id))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -515,7 +516,7 @@ func TestAuditRecords(t *testing.T) {
 	w, x, d, n := recs[0], recs[1], recs[2], recs[3]
 	if w.Tool != "write" || !w.Done || w.Result != "created, 1000 bytes" || w.Start == 0 || w.DurationNs <= 0 ||
 		!strings.Contains(w.Args, `"content":{"sha256":"`) || !strings.Contains(w.Args, `"size":1000`) ||
-		w.Actor.Entry != "tools" || w.Actor.Request != "1" || w.Journal < 3 || w.JournalFirst == 0 {
+		w.Actor.Entry != "tools" || w.Actor.Request != "1" || w.Journal != 1 || w.JournalFirst == 0 {
 		t.Fatalf("write record: %+v", w)
 	}
 	if x.Tool != "exec" || x.Backend != "shell" || x.Actor.Entry != "shell" || x.Journal != 3 || x.JournalFirst <= w.JournalLast {
@@ -576,5 +577,68 @@ func TestConcurrentCalls(t *testing.T) {
 	})
 	if n != 240 {
 		t.Fatalf("%d audit records, want 240", n)
+	}
+}
+
+// TestEditIsOneJournalRecord: an edit, or a write over a file, is one
+// write record of the file in the journal (it was five of a temporary
+// file: create, write, setattr, setattr, rename); a write that makes a
+// file is one create. A file the agent may not write but whose directory
+// it may is still replaced, as an editor saves it.
+func TestEditIsOneJournalRecord(t *testing.T) {
+	tl, f := newTools(t, nil)
+	journal := func(do func()) []string {
+		t.Helper()
+		_, last, err := f.Store().JournalSpan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		do()
+		var got []string
+		f.Store().ReadJournal(last, func(r kv.Record) bool {
+			got = append(got, r.Op.String()+" "+r.Path)
+			return true
+		})
+		return got
+	}
+	if got := journal(func() { must[WriteResult](t)(tl.Write(ctx, WriteArgs{Path: "src/a.go", Content: "package a\n"})) }); !slices.Equal(got, []string{"mkdir /src", "create /src/a.go"}) {
+		t.Errorf("write of a new file: journal %q", got)
+	}
+	ino, _, _ := f.Resolve("src/a.go")
+	if got := journal(func() {
+		must[EditResult](t)(tl.Edit(ctx, EditArgs{Path: "src/a.go", Edits: []Edit{{"package a", "package b"}}}))
+	}); !slices.Equal(got, []string{"write /src/a.go"}) {
+		t.Errorf("edit: journal %q, want one write of the file", got)
+	}
+	if got := journal(func() { must[WriteResult](t)(tl.Write(ctx, WriteArgs{Path: "src/a.go", Content: "package c\n"})) }); !slices.Equal(got, []string{"write /src/a.go"}) {
+		t.Errorf("write over a file: journal %q, want one write of the file", got)
+	}
+	if now, _, _ := f.Resolve("src/a.go"); now != ino {
+		t.Errorf("the file's inode changed from %d to %d", ino, now)
+	}
+	if b, _ := f.ReadFile("src/a.go"); string(b) != "package c\n" {
+		t.Fatalf("content %q", b)
+	}
+	// Another user's file that the agent may not write, in the agent's
+	// directory: replaced through a temporary file, and the agent's.
+	ag := f.ForAgent()
+	ta, err := New(ag, Options{Run: shellRunner(ag)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Lchown("src/a.go", 42, 43); err != nil {
+		t.Fatal(err)
+	}
+	got := journal(func() {
+		must[EditResult](t)(ta.Edit(ctx, EditArgs{Path: "src/a.go", Edits: []Edit{{"package c", "package d"}}}))
+	})
+	if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], "rename /src/.a.go.tools-") {
+		t.Errorf("edit of a file the agent may not write: journal %q", got)
+	}
+	if b, _ := f.ReadFile("src/a.go"); string(b) != "package d\n" {
+		t.Fatalf("another user's file after the edit: %q", b)
+	}
+	if a, _ := f.Stat("src/a.go"); a.Uid != 1000 || a.Mode&0o7777 != 0o644 {
+		t.Errorf("another user's file after the edit: uid %d mode %o", a.Uid, a.Mode)
 	}
 }

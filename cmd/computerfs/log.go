@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/spec"
 )
 
 func cmdLog(args []string, stdout, stderr io.Writer) error {
@@ -24,6 +26,8 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 	path := fset.String("path", "", "only changes to this path or under it (as /repo/a.go)")
 	asJSON := fset.Bool("json", false, "one JSON object per line")
 	follow := fset.Bool("follow", false, "keep printing new changes as they come (with -w)")
+	var exclude globList
+	fset.Var(&exclude, "exclude", "leave out changes to paths this glob matches or that lie under it, as '/repo/.git/**' or '*.lock' (repeatable)")
 	toolCalls := fset.Bool("tools", false, "the audit of agent tool calls instead of the journal (--since ID, --json, --follow)")
 	pos, err := parse(fset, args, stdout)
 	if err != nil {
@@ -41,7 +45,15 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 	if *toolCalls {
 		return logTools(*mount, *store, *since, *asJSON, *follow, stdout)
 	}
-	q := computerfs.LogQuery{Path: *path, Limit: 10000}
+	if len(exclude) > computerfs.MaxLogExcludes {
+		return &exitError{2, fmt.Errorf("--exclude: %d patterns (at most %d)", len(exclude), computerfs.MaxLogExcludes)}
+	}
+	for _, g := range exclude {
+		if err := spec.CheckGlob(g); err != nil {
+			return &exitError{2, fmt.Errorf("--exclude: %w", err)}
+		}
+	}
+	q := computerfs.LogQuery{Path: *path, Limit: 10000, Exclude: exclude}
 	if *since != "" {
 		sq, err := computerfs.ParseSince(*since, time.Now())
 		if err != nil {
@@ -107,6 +119,16 @@ func cmdLog(args []string, stdout, stderr io.Writer) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// globList is a repeatable flag of globs.
+type globList []string
+
+func (g *globList) String() string { return strings.Join(*g, ",") }
+
+func (g *globList) Set(s string) error {
+	*g = append(*g, s)
+	return nil
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -806,6 +806,22 @@ func (g *gitCmd) identity(who string) (object.Signature, error) {
 	if name == "" {
 		name = cfg.Raw.Section("user").Option("name")
 	}
+	// The daemon's default, as git's system configuration: under the
+	// repository's settings, over $EMAIL.
+	dn, de := g.r.sh.opts.GitName, g.r.sh.opts.GitEmail
+	best := -1
+	for _, d := range g.r.sh.opts.GitDirs {
+		dir := strings.TrimSuffix(d.Dir, "/")
+		if len(dir) > best && (g.root == dir || strings.HasPrefix(g.root, dir+"/")) {
+			best, dn, de = len(dir), d.Name, d.Email
+		}
+	}
+	if name == "" {
+		name = dn
+	}
+	if email == "" {
+		email = de
+	}
 	if email == "" {
 		email = g.getenv("EMAIL")
 	}

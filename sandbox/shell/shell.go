@@ -61,6 +61,21 @@ type Options struct {
 	MaxMemory int64
 	// Now, if set, replaces the clock for date (tests).
 	Now func() time.Time
+	// GitName and GitEmail are the identity of git's commits and reflog
+	// entries when neither the environment (GIT_AUTHOR_NAME...), -c nor
+	// the repository's configuration names one, as git's system
+	// configuration is in the sandbox (sandbox.Options.GitConfig).
+	GitName, GitEmail string
+	// GitDirs replace that identity for the repositories at or under a
+	// directory (the longest that holds the repository wins), as an
+	// includeIf "gitdir:DIR/" of the system configuration does.
+	GitDirs []GitIdentity
+}
+
+// GitIdentity is the identity of git's commits in the repositories at or
+// under Dir (in the namespace: /workspace/repo).
+type GitIdentity struct {
+	Dir, Name, Email string
 }
 
 // ExecOptions configure one Exec.
