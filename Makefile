@@ -11,7 +11,7 @@ TAGS      ?= seccomp
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS   := -X github.com/computerfs/computerfs/internal/version.stamped=$(VERSION)
 
-.PHONY: help deps build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits stress run lint fuzz clean
+.PHONY: help deps build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits stress run lint fuzz docs clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -80,6 +80,9 @@ fuzz: ## fuzz the store's operations and name handling for a while
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount
 	./scripts/demo.sh
+
+docs: build ## regenerate the command reference in docs/cli.md from the binary's help
+	./scripts/cli-doc.sh $(BIN)/computerfs
 
 clean: ## remove build output
 	rm -rf $(BIN)
