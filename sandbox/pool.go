@@ -150,9 +150,10 @@ func sameHostUser(a, b *User) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
-// Exec runs a shell command (/bin/sh -c command) with opts, as Run.
+// Exec runs a shell command (bash -c command where the root file system
+// has bash, else /bin/sh -c command: see Shell) with opts, as Run.
 func (p *Pool) Exec(ctx context.Context, command string, opts Options) (Result, error) {
-	opts.Args = []string{"/bin/sh", "-c", command}
+	opts.Args = []string{Shell(opts.Rootfs), "-c", command}
 	return p.Run(ctx, opts)
 }
 

@@ -159,12 +159,42 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Exec runs a shell command (/bin/sh -c command) with opts; opts.Args is
-// ignored. It is Run for callers that have a command line, like an exec
-// backend.
+// Exec runs a shell command (`bash -c command`, or `/bin/sh -c command`
+// where the root file system has no bash: see Shell) with opts;
+// opts.Args is ignored. It is Run for callers that have a command line,
+// like an exec backend.
 func Exec(ctx context.Context, command string, opts Options) (Result, error) {
-	opts.Args = []string{"/bin/sh", "-c", command}
+	opts.Args = []string{Shell(opts.Rootfs), "-c", command}
 	return Run(ctx, opts)
+}
+
+// The shells Shell looks for, in this order, in the root file system.
+var shells = []string{"/bin/bash", "/usr/bin/bash", "/bin/sh"}
+
+var shellOf sync.Map // root file system ("" for the host's) -> string
+
+// Shell is the program Exec runs commands with in a sandbox whose root
+// file system is rootfs ("": the host's userland): bash, which the shell
+// fast path speaks (<<<, <(...), [[ ]], PIPESTATUS), where rootfs has
+// an executable /bin/bash or /usr/bin/bash, else /bin/sh. It is looked up
+// once per root file system.
+func Shell(rootfs string) string {
+	if s, ok := shellOf.Load(rootfs); ok {
+		return s.(string)
+	}
+	root := rootfs
+	if root == "" {
+		root = "/"
+	}
+	found := shells[len(shells)-1]
+	for _, sh := range shells[:len(shells)-1] {
+		if fi, err := os.Stat(filepath.Join(root, sh)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o001 != 0 {
+			found = sh
+			break
+		}
+	}
+	shellOf.Store(rootfs, found)
+	return found
 }
 
 // Run runs opts.Args in a new sandbox and waits until every process of the
