@@ -323,8 +323,15 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 			return ExecResult{}, errors.New("the workspace is shutting down")
 		}
 	}
+	// No stdin in the request is none at all (nil: /dev/null in the
+	// sandbox), not an empty pipe: a program that reads its input when it
+	// is a pipe (rg PATTERN, with no path) must see that there is none.
+	var stdin io.Reader
+	if len(req.Stdin) > 0 {
+		stdin = bytes.NewReader(req.Stdin)
+	}
 	res, err := b.Exec(ctx, req.Command, backend.Options{Cwd: req.Cwd, Env: req.Env,
-		Stdin: bytes.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, Timeout: timeout,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Timeout: timeout,
 		Network: req.Network, Request: id})
 	if err != nil {
 		if w.execCtx != nil && w.execCtx.Err() != nil {
