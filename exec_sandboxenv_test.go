@@ -7,6 +7,7 @@ import (
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/internal/testmount"
+	"github.com/computerfs/computerfs/sandbox/backend"
 )
 
 // A sandboxed command without stdin in the request reads /dev/null, cold
@@ -24,5 +25,24 @@ func TestSandboxStdinIsDevNull(t *testing.T) {
 	res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: probe, Stdin: []byte("given\n")})
 	if err != nil || res.ExitCode != 0 || !strings.HasPrefix(out, "pipe\npipe:[") || !strings.HasSuffix(out, "]\ngiven\n") {
 		t.Fatalf("with stdin: %v %+v %q", err, res, out)
+	}
+}
+
+// PATH, HOME and ~ are the same on both backends, through the same exec
+// entry point; and the routed command speaks bash on both.
+func TestExecEnvAgrees(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
+	const probe = `echo "$PATH $HOME" ~; [[ x == x ]] && cat <<< bash`
+	outs := map[string]string{}
+	for _, b := range []string{"shell", "sandbox"} {
+		res, out, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: b, Command: probe})
+		if err != nil || res.ExitCode != 0 || res.Backend != b {
+			t.Fatalf("%s: %v %+v %q %q", b, err, res, out, errOut)
+		}
+		outs[b] = out
+	}
+	want := backend.DefaultPath + " /workspace /workspace\nbash\n"
+	if outs["shell"] != want || outs["sandbox"] != want {
+		t.Fatalf("echo $PATH $HOME ~:\nshell   %q\nsandbox %q\nwant    %q", outs["shell"], outs["sandbox"], want)
 	}
 }

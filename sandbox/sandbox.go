@@ -18,6 +18,8 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
+
+	"github.com/computerfs/computerfs/sandbox/backend"
 )
 
 // Network says which network a sandbox sees.
@@ -65,9 +67,12 @@ type Options struct {
 	// Workspace is a host directory (normally a computerfs mount) that
 	// appears read-write at /workspace. Empty: no workspace.
 	Workspace string
-	// Env is added to the default environment (PATH, HOME=/tmp, TERM if
-	// the host has one is not passed). A KEY=VALUE here replaces the
-	// default of the same KEY.
+	// Env is added to the default environment: PATH=DefaultPath,
+	// HOME=/workspace (/tmp without a workspace) and the caches'
+	// variables (GOCACHE, GOMODCACHE, GOPATH, npm_config_cache,
+	// PIP_CACHE_DIR, CARGO_HOME, XDG_CACHE_HOME: under CacheDir with a
+	// Cache, else in /tmp); nothing of the host's (not even TERM). A
+	// KEY=VALUE here replaces the default of the same KEY.
 	Env []string
 	// Cwd is the working directory inside the sandbox: /workspace by
 	// default (/ without a workspace); a relative path is relative to it.
@@ -91,6 +96,12 @@ type Options struct {
 	// it (inside root is host 100000, which owns nothing of a workspace).
 	// nil: inside id N is host id 100000+N for every id. Never host root.
 	HostUser *User
+	// Cache is a host directory that appears read-write at CacheDir,
+	// where the caches' variables point (see Env): build and package
+	// caches that outlive the sandbox. Empty: none, and the caches are
+	// in the sandbox's /tmp. It must belong to the host user that User
+	// is, and is the caller's to bound (see package cache).
+	Cache string
 	// Network is NetworkNone (the default, for "") or NetworkHost.
 	Network Network
 	Limits  Limits
@@ -582,11 +593,19 @@ func (r *run) user() User {
 	return DefaultUser
 }
 
-// DefaultPath is the PATH programs get unless Options.Env sets one.
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
+// DefaultPath is the PATH programs get unless Options.Env sets one: the
+// shell fast path's (backend.DefaultPath).
+const DefaultPath = backend.DefaultPath
 
+// env is the program's environment: PATH, HOME (the workspace, as on the
+// shell fast path; /tmp without a workspace), the caches' variables (see
+// cacheEnv), then Options.Env.
 func (r *run) env() []string {
-	env := []string{"PATH=" + DefaultPath, "HOME=/tmp"}
+	home := "/tmp"
+	if r.opts.Workspace != "" {
+		home = backend.Home
+	}
+	env := append([]string{"PATH=" + DefaultPath, "HOME=" + home}, cacheEnv(r.opts.Cache != "")...)
 	for _, kv := range r.opts.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		replaced := false
@@ -625,4 +644,27 @@ func startErr(err error) error {
 		return fmt.Errorf("working directory does not exist in the sandbox: %w", err)
 	}
 	return err
+}
+
+// CacheDir is where a sandbox sees Options.Cache.
+const CacheDir = "/cache"
+
+// cacheEnv points the build and package caches of Go, npm, pip and cargo
+// (and of what follows XDG) into CacheDir, or, without a cache, into the
+// sandbox's /tmp, which goes with it: never into the workspace (HOME),
+// where they would be journaled, synced back and seen by the agent.
+func cacheEnv(cache bool) []string {
+	root := "/tmp/.cache"
+	if cache {
+		root = CacheDir
+	}
+	return []string{
+		"GOCACHE=" + root + "/go-build",
+		"GOPATH=" + root + "/go",
+		"GOMODCACHE=" + root + "/go/pkg/mod",
+		"npm_config_cache=" + root + "/npm",
+		"PIP_CACHE_DIR=" + root + "/pip",
+		"CARGO_HOME=" + root + "/cargo",
+		"XDG_CACHE_HOME=" + root,
+	}
 }
