@@ -70,8 +70,9 @@ type Options struct {
 	// Env is added to the default environment: PATH=DefaultPath,
 	// HOME=/workspace (/tmp without a workspace) and the caches'
 	// variables (GOCACHE, GOMODCACHE, GOPATH, npm_config_cache,
-	// PIP_CACHE_DIR, CARGO_HOME, XDG_CACHE_HOME: under CacheDir with a
-	// Cache, else in /tmp); nothing of the host's (not even TERM). A
+	// PIP_CACHE_DIR, CARGO_HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME,
+	// XDG_DATA_HOME, XDG_STATE_HOME: under CacheDir with a Cache, else in
+	// /tmp); nothing of the host's (not even TERM). A
 	// KEY=VALUE here replaces the default of the same KEY.
 	Env []string
 	// Cwd is the working directory inside the sandbox: /workspace by
@@ -300,6 +301,14 @@ func newRun(opts *Options) (*run, error) {
 			return nil, fmt.Errorf("sandbox: workspace %s is not a directory", abs)
 		}
 		opts.Workspace = abs
+	}
+	if opts.Cache != "" {
+		if !filepath.IsAbs(opts.Cache) {
+			return nil, fmt.Errorf("sandbox: cache %s: not an absolute path", opts.Cache)
+		}
+		if fi, err := os.Stat(opts.Cache); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("sandbox: cache %s: not a directory (%v)", opts.Cache, err)
+		}
 	}
 	if opts.Workspace != "" && opts.Cwd != "" {
 		// libcontainer would make a missing working directory; in the
@@ -649,10 +658,11 @@ func startErr(err error) error {
 // CacheDir is where a sandbox sees Options.Cache.
 const CacheDir = "/cache"
 
-// cacheEnv points the build and package caches of Go, npm, pip and cargo
-// (and of what follows XDG) into CacheDir, or, without a cache, into the
-// sandbox's /tmp, which goes with it: never into the workspace (HOME),
-// where they would be journaled, synced back and seen by the agent.
+// cacheEnv points the build and package caches of Go, npm, pip and cargo,
+// and the XDG cache, config, data and state directories, into CacheDir,
+// or, without a cache, into the sandbox's /tmp, which goes with it: never
+// into the workspace (HOME), where they would be journaled, synced back
+// and seen by the agent.
 func cacheEnv(cache bool) []string {
 	root := "/tmp/.cache"
 	if cache {
@@ -666,5 +676,10 @@ func cacheEnv(cache bool) []string {
 		"PIP_CACHE_DIR=" + root + "/pip",
 		"CARGO_HOME=" + root + "/cargo",
 		"XDG_CACHE_HOME=" + root,
+		// What tools keep of their own under HOME otherwise (go's
+		// telemetry in ~/.config/go, for one).
+		"XDG_CONFIG_HOME=" + root + "/config",
+		"XDG_DATA_HOME=" + root + "/share",
+		"XDG_STATE_HOME=" + root + "/state",
 	}
 }
