@@ -303,6 +303,15 @@ func (s *workspaceSandbox) Exec(ctx context.Context, command string, opts backen
 		return b.Exec(ctx, command, opts)
 	}
 	b.Pool = s.warm.get()
+	if b.Pool == nil {
+		// The pool starts now, with this command cold: its sandboxes are
+		// ready by the next one unless this one is shorter than their
+		// start (go test ./... right after a first build would wait
+		// for one otherwise).
+		o := b.Base
+		o.Workspace = b.Workspace
+		s.warm.used(o)
+	}
 	res, err := b.Exec(ctx, command, opts)
 	if errors.Is(err, sandbox.ErrPoolClosed) { // it expired meanwhile
 		b.Pool = nil
