@@ -200,3 +200,24 @@ func TestSandboxCacheUnmounted(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// --sandbox-cache 0: no volume (the caches in each sandbox's /tmp, no
+// image); a size below the smallest is refused before anything starts.
+func TestSandboxCacheFlag(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--sandbox-cache", "0")
+	res, out, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "sandbox", Command: `echo $GOCACHE; ls -A /cache`})
+	if err != nil || res.ExitCode != 0 || out != "/tmp/.cache/go-build\n" {
+		t.Fatalf("without a volume: %v %+v %q", err, res, out)
+	}
+	if _, err := os.Stat(filepath.Join(m.Store, "sandbox-cache.img")); !os.IsNotExist(err) {
+		t.Errorf("an image was made: %v", err)
+	}
+	if cacheMounted(t, m.Store) {
+		t.Errorf("a volume is mounted")
+	}
+	cmd := exec.Command(testmount.Binary(t), "mount", "--store", filepath.Join(t.TempDir(), "ws2"), "--sandbox-cache", "1M", t.TempDir())
+	b, err := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "--sandbox-cache") {
+		t.Fatalf("--sandbox-cache 1M: %v %s", err, b)
+	}
+}
