@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,7 +76,19 @@ type SandboxOptions struct {
 	// (0: every command starts its sandbox). A command that asks for the
 	// host's network starts cold.
 	Warm int
+	// CacheSize is the size of the workspace's cache volume, where its
+	// sandboxes keep the Go, npm, pip and cargo caches from one command
+	// to the next (see sandbox.OpenCache): 0 is sandbox.DefaultCacheSize,
+	// negative none (the caches go with each sandbox's /tmp).
+	CacheSize int64
 }
+
+// cacheImage is the cache volume's image in the store directory.
+const cacheImage = "sandbox-cache.img"
+
+// cacheMinFree is what the store's file system keeps free once a cache
+// volume is allocated on it.
+const cacheMinFree = 512 << 20
 
 // setBackends makes the workspace's exec backends: the shell fast path
 // always, the sandbox when the daemon was started with one and other
@@ -90,8 +105,22 @@ func (w *Workspace) setBackends(opts MountOptions) {
 	case opts.Private:
 		w.noSandbox = "the mount is private (--private), so the sandbox's users cannot reach it"
 	default:
-		sb := &workspaceSandbox{agent: w.agent, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}}
+		sb := &workspaceSandbox{agent: w.agent, sb: sandbox.Backend{Workspace: w.Mountpoint, Base: opts.Sandbox.Base}, log: w.log}
 		sb.sb.Base.GitConfig, sb.sb.Base.GitConfigIncludes = git.sandboxConfig()
+		if opts.Sandbox.CacheSize >= 0 {
+			state := opts.Sandbox.Base.StateDir
+			if state == "" {
+				state = sandbox.DefaultStateDir
+			}
+			h := sha256.Sum256([]byte(w.Store.Dir()))
+			sb.cacheOpts = &sandbox.CacheOptions{
+				Image:      filepath.Join(w.Store.Dir(), cacheImage),
+				Mountpoint: filepath.Join(state, "caches", hex.EncodeToString(h[:8])),
+				Size:       opts.Sandbox.CacheSize,
+				Owner:      sandbox.User{UID: w.agent.UID, GID: w.agent.GID},
+				MinFree:    cacheMinFree,
+			}
+		}
 		if opts.Sandbox.Warm > 0 {
 			sb.warm = &warmPool{size: opts.Sandbox.Warm, idle: warmIdle, log: w.log}
 		}
@@ -139,8 +168,11 @@ func (w *Workspace) endCommands() {
 // own mount namespace, so they must go before the file system can be
 // unmounted.
 func (w *Workspace) closePool() {
-	if sb, ok := w.sandbox.(*workspaceSandbox); ok && sb.warm != nil {
-		sb.warm.close()
+	if sb, ok := w.sandbox.(*workspaceSandbox); ok {
+		if sb.warm != nil {
+			sb.warm.close()
+		}
+		sb.closeCache()
 	}
 }
 
@@ -219,6 +251,50 @@ type workspaceSandbox struct {
 	agent Agent
 	sb    sandbox.Backend
 	warm  *warmPool // nil: no warm sandboxes
+	log   *slog.Logger
+
+	cacheOpts *sandbox.CacheOptions // nil: no cache volume
+	cacheMu   sync.Mutex
+	cache     *sandbox.CacheVolume // mounted at the first sandboxed command
+	cacheErr  error                // why it could not be; not tried again
+	cacheDone bool                 // closed: the workspace is going away
+}
+
+// cacheDir is the host directory of the workspace's cache volume,
+// mounting it if this is the first sandboxed command; "" if there is none
+// (the commands then run without one, as they did before).
+func (s *workspaceSandbox) cacheDir() string {
+	if s.cacheOpts == nil {
+		return ""
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if s.cache == nil && s.cacheErr == nil && !s.cacheDone {
+		start := time.Now()
+		s.cache, s.cacheErr = sandbox.OpenCache(*s.cacheOpts)
+		if s.cacheErr != nil {
+			s.log.Warn("no cache volume: sandboxed commands keep their caches in their /tmp", "err", s.cacheErr)
+		} else {
+			s.log.Info("cache volume mounted", "image", s.cacheOpts.Image, "dir", s.cache.Dir(), "size", s.cacheOpts.Size,
+				"new", s.cache.Fresh, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if s.cache == nil {
+		return ""
+	}
+	return s.cache.Dir()
+}
+
+func (s *workspaceSandbox) closeCache() {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	s.cacheDone = true
+	if s.cache != nil {
+		if err := s.cache.Close(); err != nil {
+			s.log.Warn("cache volume unmount", "err", err)
+		}
+		s.cache = nil
+	}
 }
 
 func (s *workspaceSandbox) Name() string { return s.sb.Name() }
@@ -230,6 +306,15 @@ func (s *workspaceSandbox) Exec(ctx context.Context, command string, opts backen
 		return b.Exec(ctx, command, opts)
 	}
 	b.Pool = s.warm.get()
+	if b.Pool == nil {
+		// The pool starts now, with this command cold: its sandboxes are
+		// ready by the next one unless this one is shorter than their
+		// start (go test ./... right after a first build would wait
+		// for one otherwise).
+		o := b.Base
+		o.Workspace = b.Workspace
+		s.warm.used(o)
+	}
 	res, err := b.Exec(ctx, command, opts)
 	if errors.Is(err, sandbox.ErrPoolClosed) { // it expired meanwhile
 		b.Pool = nil
@@ -248,6 +333,8 @@ func (s *workspaceSandbox) options() sandbox.Options {
 	o := s.sb.Base
 	if o.User == nil {
 		o.User, o.HostUser = agentUser(s.agent)
+		// The cache volume is the agent's: only the agent gets it.
+		o.Cache = s.cacheDir()
 	}
 	return o
 }
@@ -326,8 +413,15 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 			return ExecResult{}, errors.New("the workspace is shutting down")
 		}
 	}
+	// No stdin in the request is none at all (nil: /dev/null in the
+	// sandbox), not an empty pipe: a program that reads its input when it
+	// is a pipe (rg PATTERN, with no path) must see that there is none.
+	var stdin io.Reader
+	if len(req.Stdin) > 0 {
+		stdin = bytes.NewReader(req.Stdin)
+	}
 	res, err := b.Exec(ctx, req.Command, backend.Options{Cwd: req.Cwd, Env: req.Env,
-		Stdin: bytes.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, Timeout: timeout,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Timeout: timeout,
 		Network: req.Network, Request: id})
 	if err != nil {
 		if w.execCtx != nil && w.execCtx.Err() != nil {

@@ -261,6 +261,9 @@ func (w *Workspace) Wait() error {
 
 func (w *Workspace) closeStore() error {
 	w.closeOnce.Do(func() {
+		if sb, ok := w.sandbox.(*workspaceSandbox); ok {
+			sb.closeCache() // the mount is gone: so are the sandboxes, but for the last moments of some
+		}
 		w.stopControl()
 		if w.syncer != nil {
 			w.syncer.Close()

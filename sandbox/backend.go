@@ -8,8 +8,9 @@ import (
 	"github.com/computerfs/computerfs/sandbox/backend"
 )
 
-// Backend is the sandbox as an exec backend: each Exec runs `/bin/sh -c
-// COMMAND` in a new sandbox with Workspace at /workspace. Base holds what
+// Backend is the sandbox as an exec backend: each Exec runs `bash -c
+// COMMAND` (`/bin/sh -c COMMAND` where the root file system has no bash:
+// see Shell) in a new sandbox with Workspace at /workspace. Base holds what
 // every run shares (rootfs, user, limits, state directory); a request's
 // options override its Cwd, Env, stdio, timeout, output limit and
 // network.

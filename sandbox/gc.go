@@ -17,7 +17,8 @@ import (
 
 // GC removes what sandboxes left behind when the process that ran them
 // died (SIGKILL, a crash, a host crash): their processes, cgroups and
-// state. Sandboxes whose process still runs are left alone. stateDir is
+// state, and the cache volumes it mounted (OpenCache under stateDir).
+// Sandboxes whose process still runs are left alone. stateDir is
 // Options.StateDir ("" for DefaultStateDir). It returns the ids of the
 // sandboxes it removed.
 func GC(stateDir string) ([]string, error) {
@@ -29,7 +30,7 @@ func GC(stateDir string) ([]string, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	var removed []string
+	removed := gcCaches(stateDir)
 	var errs []error
 	live := map[string]bool{}
 	for _, e := range entries {
@@ -66,6 +67,14 @@ func GC(stateDir string) ([]string, error) {
 	for _, dir := range cgroupDirs(parent + "/cfs-*") {
 		id := strings.TrimSuffix(filepath.Base(dir), "-init") // pid 1's own pids cgroup
 		if live[id] {
+			continue
+		}
+		// A container being created now may have made its cgroup after
+		// the state directory was read above: as for state, only what is
+		// older than a minute goes (a SIGKILL of a sandbox that was
+		// starting, the first sandboxed command right after a daemon
+		// started, died of this).
+		if fi, err := os.Stat(dir); err == nil && time.Since(fi.ModTime()) < time.Minute {
 			continue
 		}
 		if err := removeCgroup(dir); err != nil {

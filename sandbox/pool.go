@@ -16,7 +16,7 @@ import (
 
 // PoolOptions configure a Pool.
 type PoolOptions struct {
-	// Options fix the sandboxes of the pool: Workspace, Rootfs, User, HostUser,
+	// Options fix the sandboxes of the pool: Workspace, Cache, Rootfs, User, HostUser,
 	// Network, Limits.Memory, Limits.Pids, Limits.CPU, Hostname,
 	// NoSeccomp and StateDir. Its other fields are ignored.
 	Options Options
@@ -140,7 +140,7 @@ func (p *Pool) fits(o *Options) bool {
 		}
 		return h
 	}
-	return o.Workspace == b.Workspace && o.Rootfs == b.Rootfs &&
+	return o.Workspace == b.Workspace && o.Cache == b.Cache && o.Rootfs == b.Rootfs &&
 		user(o.User) == user(b.User) && sameHostUser(o.HostUser, b.HostUser) && o.Network == b.Network &&
 		o.Limits.Memory == b.Limits.Memory && o.Limits.Pids == b.Limits.Pids && o.Limits.CPU == b.Limits.CPU &&
 		host(o.Hostname) == host(b.Hostname) && o.NoSeccomp == b.NoSeccomp &&
@@ -151,9 +151,10 @@ func sameHostUser(a, b *User) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
-// Exec runs a shell command (/bin/sh -c command) with opts, as Run.
+// Exec runs a shell command (bash -c command where the root file system
+// has bash, else /bin/sh -c command: see Shell) with opts, as Run.
 func (p *Pool) Exec(ctx context.Context, command string, opts Options) (Result, error) {
-	opts.Args = []string{"/bin/sh", "-c", command}
+	opts.Args = []string{Shell(opts.Rootfs), "-c", command}
 	return p.Run(ctx, opts)
 }
 

@@ -18,7 +18,7 @@ import (
 var hostCandidates = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt"}
 
 // Directories the skeleton has for mounts of its own.
-var skeletonDirs = []string{"proc", "dev", "tmp", "workspace"}
+var skeletonDirs = []string{"proc", "dev", "tmp", "workspace", "cache"}
 
 type hostEntry struct {
 	name, link string // link is the target of a symbolic link, "" for a directory
@@ -109,7 +109,7 @@ func hostSkeleton(stateDir string) (string, error) {
 
 // checkRootfs says clearly what is wrong with a root file system given by
 // the user, before libcontainer says it less clearly.
-func checkRootfs(dir string, workspace bool) error {
+func checkRootfs(dir string, workspace, cache bool) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("sandbox: rootfs %s: not an absolute path", dir)
 	}
@@ -134,6 +134,9 @@ func checkRootfs(dir string, workspace bool) error {
 	need := []string{"proc", "dev", "tmp"}
 	if workspace {
 		need = append(need, "workspace")
+	}
+	if cache {
+		need = append(need, CacheDir[1:])
 	}
 	var missing []string
 	for _, d := range need {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
+
+	"github.com/computerfs/computerfs/sandbox/backend"
 )
 
 // Network says which network a sandbox sees.
@@ -65,9 +67,13 @@ type Options struct {
 	// Workspace is a host directory (normally a computerfs mount) that
 	// appears read-write at /workspace. Empty: no workspace.
 	Workspace string
-	// Env is added to the default environment (PATH, HOME=/tmp, TERM if
-	// the host has one is not passed). A KEY=VALUE here replaces the
-	// default of the same KEY.
+	// Env is added to the default environment: PATH=DefaultPath,
+	// HOME=/workspace (/tmp without a workspace) and the caches'
+	// variables (GOCACHE, GOMODCACHE, GOPATH, npm_config_cache,
+	// PIP_CACHE_DIR, CARGO_HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME,
+	// XDG_DATA_HOME, XDG_STATE_HOME: under CacheDir with a Cache, else in
+	// /tmp); nothing of the host's (not even TERM). A
+	// KEY=VALUE here replaces the default of the same KEY.
 	Env []string
 	// Cwd is the working directory inside the sandbox: /workspace by
 	// default (/ without a workspace); a relative path is relative to it.
@@ -91,6 +97,12 @@ type Options struct {
 	// it (inside root is host 100000, which owns nothing of a workspace).
 	// nil: inside id N is host id 100000+N for every id. Never host root.
 	HostUser *User
+	// Cache is a host directory that appears read-write at CacheDir,
+	// where the caches' variables point (see Env): build and package
+	// caches that outlive the sandbox. Empty: none, and the caches are
+	// in the sandbox's /tmp. It must belong to the host user that User
+	// is, and is the caller's to bound (see package cache).
+	Cache string
 	// Network is NetworkNone (the default, for "") or NetworkHost.
 	Network Network
 	Limits  Limits
@@ -170,12 +182,42 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Exec runs a shell command (/bin/sh -c command) with opts; opts.Args is
-// ignored. It is Run for callers that have a command line, like an exec
-// backend.
+// Exec runs a shell command (`bash -c command`, or `/bin/sh -c command`
+// where the root file system has no bash: see Shell) with opts;
+// opts.Args is ignored. It is Run for callers that have a command line,
+// like an exec backend.
 func Exec(ctx context.Context, command string, opts Options) (Result, error) {
-	opts.Args = []string{"/bin/sh", "-c", command}
+	opts.Args = []string{Shell(opts.Rootfs), "-c", command}
 	return Run(ctx, opts)
+}
+
+// The shells Shell looks for, in this order, in the root file system.
+var shells = []string{"/bin/bash", "/usr/bin/bash", "/bin/sh"}
+
+var shellOf sync.Map // root file system ("" for the host's) -> string
+
+// Shell is the program Exec runs commands with in a sandbox whose root
+// file system is rootfs ("": the host's userland): bash, which the shell
+// fast path speaks (<<<, <(...), [[ ]], PIPESTATUS), where rootfs has
+// an executable /bin/bash or /usr/bin/bash, else /bin/sh. It is looked up
+// once per root file system.
+func Shell(rootfs string) string {
+	if s, ok := shellOf.Load(rootfs); ok {
+		return s.(string)
+	}
+	root := rootfs
+	if root == "" {
+		root = "/"
+	}
+	found := shells[len(shells)-1]
+	for _, sh := range shells[:len(shells)-1] {
+		if fi, err := os.Stat(filepath.Join(root, sh)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o001 != 0 {
+			found = sh
+			break
+		}
+	}
+	shellOf.Store(rootfs, found)
+	return found
 }
 
 // Run runs opts.Args in a new sandbox and waits until every process of the
@@ -270,6 +312,14 @@ func newRun(opts *Options) (*run, error) {
 			return nil, fmt.Errorf("sandbox: workspace %s is not a directory", abs)
 		}
 		opts.Workspace = abs
+	}
+	if opts.Cache != "" {
+		if !filepath.IsAbs(opts.Cache) {
+			return nil, fmt.Errorf("sandbox: cache %s: not an absolute path", opts.Cache)
+		}
+		if fi, err := os.Stat(opts.Cache); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("sandbox: cache %s: not a directory (%v)", opts.Cache, err)
+		}
 	}
 	if opts.Workspace != "" && opts.Cwd != "" {
 		// libcontainer would make a missing working directory; in the
@@ -563,11 +613,19 @@ func (r *run) user() User {
 	return DefaultUser
 }
 
-// DefaultPath is the PATH programs get unless Options.Env sets one.
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
+// DefaultPath is the PATH programs get unless Options.Env sets one: the
+// shell fast path's (backend.DefaultPath).
+const DefaultPath = backend.DefaultPath
 
+// env is the program's environment: PATH, HOME (the workspace, as on the
+// shell fast path; /tmp without a workspace), the caches' variables (see
+// cacheEnv), then Options.Env.
 func (r *run) env() []string {
-	env := []string{"PATH=" + DefaultPath, "HOME=/tmp"}
+	home := "/tmp"
+	if r.opts.Workspace != "" {
+		home = backend.Home
+	}
+	env := append([]string{"PATH=" + DefaultPath, "HOME=" + home}, cacheEnv(r.opts.Cache != "")...)
 	if r.opts.GitConfig != "" {
 		env = append(env, "GIT_CONFIG_SYSTEM="+GitConfigDir+"/config")
 	}
@@ -609,4 +667,33 @@ func startErr(err error) error {
 		return fmt.Errorf("working directory does not exist in the sandbox: %w", err)
 	}
 	return err
+}
+
+// CacheDir is where a sandbox sees Options.Cache.
+const CacheDir = "/cache"
+
+// cacheEnv points the build and package caches of Go, npm, pip and cargo,
+// and the XDG cache, config, data and state directories, into CacheDir,
+// or, without a cache, into the sandbox's /tmp, which goes with it: never
+// into the workspace (HOME), where they would be journaled, synced back
+// and seen by the agent.
+func cacheEnv(cache bool) []string {
+	root := "/tmp/.cache"
+	if cache {
+		root = CacheDir
+	}
+	return []string{
+		"GOCACHE=" + root + "/go-build",
+		"GOPATH=" + root + "/go",
+		"GOMODCACHE=" + root + "/go/pkg/mod",
+		"npm_config_cache=" + root + "/npm",
+		"PIP_CACHE_DIR=" + root + "/pip",
+		"CARGO_HOME=" + root + "/cargo",
+		"XDG_CACHE_HOME=" + root,
+		// What tools keep of their own under HOME otherwise (go's
+		// telemetry in ~/.config/go, for one).
+		"XDG_CONFIG_HOME=" + root + "/config",
+		"XDG_DATA_HOME=" + root + "/share",
+		"XDG_STATE_HOME=" + root + "/state",
+	}
 }

@@ -129,6 +129,12 @@ func (r *run) spec(rootfs string) *specs.Spec {
 			Options: []string{"bind", "rw", "nosuid", "nodev"},
 		})
 	}
+	if o.Cache != "" {
+		s.Mounts = append(s.Mounts, specs.Mount{
+			Destination: CacheDir, Type: "bind", Source: o.Cache,
+			Options: []string{"bind", "rw", "nosuid", "nodev"},
+		})
+	}
 	return s
 }
 
@@ -182,7 +188,7 @@ func (r *run) config() (*configs.Config, error) {
 		if rootfs, err = hostSkeleton(r.opts.StateDir); err != nil {
 			return nil, err
 		}
-	} else if err := checkRootfs(rootfs, r.opts.Workspace != ""); err != nil {
+	} else if err := checkRootfs(rootfs, r.opts.Workspace != "", r.opts.Cache != ""); err != nil {
 		return nil, err
 	}
 	if err := r.checkMounts(); err != nil {

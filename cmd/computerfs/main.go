@@ -106,6 +106,7 @@ func cmdMount(args []string, stdout, stderr io.Writer) error {
 	sbMemory := fset.String("sandbox-memory", fmt.Sprintf("%dM", sandbox.DefaultLimits.Memory>>20), "memory limit of each sandboxed command, page cache and /tmp included (0: none)")
 	sbWarm := fset.Int("sandbox-warm", 1, "sandboxes kept started, waiting for the next command (0: start one per command)")
 	sbPids := fset.Int64("sandbox-pids", sandbox.DefaultLimits.Pids, "processes and threads of each sandboxed command at once (0: no limit)")
+	sbCache := fset.String("sandbox-cache", fmt.Sprintf("%dM", sandbox.DefaultCacheSize>>20), "size of the workspace's cache volume, where sandboxed commands keep the Go, npm, pip and cargo caches from one command to the next (STORE/sandbox-cache.img, allocated in full at the first sandboxed command; 0: none)")
 	sbState := fset.String("sandbox-state-dir", sandbox.DefaultStateDir, "where the sandboxes keep their state (sandboxctl's --state-dir)")
 	pprofAddr := fset.String("pprof", "", "serve net/http/pprof and /debug/pebble (store metrics) on this address (e.g. 127.0.0.1:6060)")
 	pos, err := parse(fset, args, stdout)
@@ -150,6 +151,14 @@ func cmdMount(args []string, stdout, stderr io.Writer) error {
 		sb.Base.StateDir = *sbState
 		if sb.Base.Limits.Memory, err = spec.ParseSize(*sbMemory); err != nil || sb.Base.Limits.Memory < 0 {
 			return &exitError{2, fmt.Errorf("--sandbox-memory %q: want a size such as 512M or 2G, or 0 for none", *sbMemory)}
+		}
+		switch size, err := spec.ParseSize(*sbCache); {
+		case err != nil || size < 0 || size > 0 && size < sandbox.MinCacheSize:
+			return &exitError{2, fmt.Errorf("--sandbox-cache %q: want a size of %dM or more such as 2G, or 0 for none", *sbCache, sandbox.MinCacheSize>>20)}
+		case size == 0:
+			sb.CacheSize = -1
+		default:
+			sb.CacheSize = size
 		}
 		if *sbPids < 0 {
 			return &exitError{2, fmt.Errorf("--sandbox-pids must not be negative, not %d", *sbPids)}

@@ -10,6 +10,18 @@ import (
 	"time"
 )
 
+// The environment both backends give a command unless its Options.Env
+// says otherwise: the same PATH and HOME, so that a command reads them the
+// same wherever it was routed.
+const (
+	// DefaultPath is $PATH. The fast path's built-in commands claim to
+	// live in /usr/bin; /usr/local/go/bin is where the Go distribution
+	// puts go.
+	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
+	// Home is $HOME: the workspace (and ~ is the workspace).
+	Home = "/workspace"
+)
+
 // Backend runs shell command strings on a workspace.
 type Backend interface {
 	// Name is the backend's name in results and requests: "shell" or

@@ -31,6 +31,7 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	api "github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/wsfs"
 )
 
@@ -45,9 +46,10 @@ const (
 	O_TRUNC  = os.O_TRUNC
 )
 
-// DefaultPath is $PATH in a clean environment. The built-in commands
-// claim to live in /usr/bin (what which and command -v say).
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// DefaultPath is $PATH in a clean environment, the sandbox's too
+// (api.DefaultPath). The built-in commands claim to live in /usr/bin
+// (what which and command -v say).
+const DefaultPath = api.DefaultPath
 
 // Options configure a Shell.
 type Options struct {
@@ -351,7 +353,7 @@ func (r *run) newRunner(env expand.Environ, stdin io.Reader, stdout, stderr io.W
 // environ is the clean environment of a script.
 func (s *Shell) environ(extra []string, pid int64) []string {
 	env := []string{
-		"HOME=" + wsRoot,
+		"HOME=" + api.Home,
 		"PATH=" + DefaultPath,
 		"LANG=C.UTF-8",
 		"TMPDIR=" + tmpRoot,
