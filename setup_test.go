@@ -80,7 +80,7 @@ func TestSystemPackagesListed(t *testing.T) {
 		return false
 	}
 	// The programs the tests and the build run from the host.
-	for _, cmd := range []string{"fusermount3", "setfattr", "getfattr", "setfacl", "getfacl", "rsync", "gcc", "pkg-config", "git", "bash", "tar", "gzip", "diff", "unshare", "setpriv"} {
+	for _, cmd := range []string{"fusermount3", "setfattr", "getfattr", "setfacl", "getfacl", "rsync", "gcc", "pkg-config", "git", "bash", "tar", "gzip", "diff", "unshare", "setpriv", "mkfs.ext4"} {
 		path, err := exec.LookPath(cmd)
 		if err != nil {
 			t.Errorf("%s: not on this machine (%v)", cmd, err)
