@@ -159,7 +159,7 @@ func (w *Workspace) Status() Status {
 			switch {
 			case s.Git != nil:
 				ss.From = s.Git.URL
-				if s.Git.Push {
+				if s.Git.Push.On {
 					ss.Sync = "push"
 					ss.SyncState = states[s.Path]
 				}

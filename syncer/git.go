@@ -542,7 +542,7 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 	now := time.Now()
 	var first uint64
 	var newest int64
-	touched, worktree := false, false
+	touched, worktree, gitdir := false, false, false
 	for i := range recs {
 		r := &recs[i]
 		if r.Actor.Entry == syncActor.Entry {
@@ -555,7 +555,7 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 				continue
 			}
 			if cut {
-				worktree = true // somewhere under rel: the worktree too, maybe
+				worktree, gitdir = true, true // somewhere under rel: either, maybe
 			}
 			if !touched || r.Seq < first {
 				first = r.Seq
@@ -564,10 +564,17 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 			newest = max(newest, r.Time)
 			if rel != "" && !isGitDir(rel) {
 				worktree = true
+			} else {
+				gitdir = true
 			}
 		}
 	}
 	_, inConflict := conflicts[RepoConflictRel]
+	if src.AgentCommits && !gitdir {
+		// Edits of the work tree alone are the agent's to commit:
+		// nothing to push until it does.
+		touched = false
+	}
 	run := touched || force
 	if touched && !force && now.UnixNano()-newest < int64(s.opts.Debounce) {
 		rep.Waiting, run = 1, false
@@ -595,7 +602,7 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 		pass = s.newPass()
 		actor := syncActor
 		actor.Request = pass
-		commit := worktree || force
+		commit := (worktree || force) && !src.AgentCommits
 		res := src.Repo.SyncRepo(ctx, s.fs.As(actor), src.Path, commit)
 		rep.Commit, rep.Committed, rep.Branch, rep.Pushed = res.Commit, res.Changed, res.Branch, res.Pushed
 		if commit && res.Err == nil {

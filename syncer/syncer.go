@@ -36,6 +36,13 @@ type Source struct {
 	// Repo, if set, takes the place of Target: the source is written back
 	// as a whole (git), see repoPass.
 	Repo RepoTarget
+	// OnSync: the source is written back only by an explicit Sync, never
+	// in the background (git push.when: sync).
+	OnSync bool
+	// AgentCommits: a repository source pushes the commits the agent
+	// made and never commits the work tree's changes itself (git
+	// push.commit: agent).
+	AgentCommits bool
 }
 
 // Options configure a Syncer.
@@ -323,7 +330,7 @@ func (s *Syncer) cycle(ctx context.Context) {
 	last := s.st.LastSeq()
 	for _, src := range s.srcs {
 		s.mu.Lock()
-		skip := now.Before(src.nextTry) || last <= src.cursor && !src.waiting
+		skip := src.OnSync || now.Before(src.nextTry) || last <= src.cursor && !src.waiting
 		s.mu.Unlock()
 		if skip || ctx.Err() != nil {
 			continue
@@ -795,6 +802,12 @@ func (s *Syncer) Status() []SourceStatus {
 		}
 		if m, ok := t.(interface{ ModeName() string }); ok {
 			st.Mode = m.ModeName()
+		}
+		if src.AgentCommits {
+			st.Mode = strings.Replace(st.Mode, "commit and push", "push the agent's commits", 1)
+		}
+		if src.OnSync {
+			st.Mode += ", only on sync"
 		}
 		var recs []kv.Record
 		s.st.ReadJournal(st.Cursor, func(r kv.Record) bool {
