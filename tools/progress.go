@@ -70,8 +70,12 @@ func ProgressFrom(ctx context.Context) ProgressFunc {
 type progressTap struct {
 	mu    *sync.Mutex // the output writers' lock
 	total int64
-	tail  []byte // since the last report, its last ProgressMaxTail bytes
-	fresh bool   // output since the last report
+	// ring holds the last ProgressMaxTail bytes written since the last
+	// report: n of them, the oldest at pos once it is full. A write
+	// costs its own length, whatever the size of the writes.
+	ring   [ProgressMaxTail]byte
+	pos, n int
+	fresh  bool // output since the last report
 
 	stop chan struct{}
 	done chan struct{}
@@ -81,20 +85,34 @@ type progressTap struct {
 func (p *progressTap) see(b []byte) {
 	p.total += int64(len(b))
 	p.fresh = true
-	if len(b) >= ProgressMaxTail {
-		p.tail = append(p.tail[:0], b[len(b)-ProgressMaxTail:]...)
+	if len(b) >= len(p.ring) {
+		copy(p.ring[:], b[len(b)-len(p.ring):])
+		p.pos, p.n = 0, len(p.ring)
 		return
 	}
-	if over := len(p.tail) + len(b) - ProgressMaxTail; over > 0 {
-		p.tail = append(p.tail[:0], p.tail[over:]...)
+	k := copy(p.ring[p.pos:], b)
+	copy(p.ring[:], b[k:])
+	p.pos = (p.pos + len(b)) % len(p.ring)
+	p.n = min(p.n+len(b), len(p.ring))
+}
+
+// take returns the bytes seen since the last take, and forgets them;
+// called with mu held.
+func (p *progressTap) take() []byte {
+	var out []byte
+	if p.n < len(p.ring) {
+		out = append(out, p.ring[p.pos-p.n:p.pos]...)
+	} else {
+		out = append(append(out, p.ring[p.pos:]...), p.ring[:p.pos]...)
 	}
-	p.tail = append(p.tail, b...)
+	p.pos, p.n, p.fresh = 0, 0, false
+	return out
 }
 
 // startProgress reports to fn until the returned function is called; that
 // function returns once fn is no longer running.
 func startProgress(fn ProgressFunc, mu *sync.Mutex, start time.Time) (*progressTap, func()) {
-	p := &progressTap{mu: mu, tail: make([]byte, 0, ProgressMaxTail), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &progressTap{mu: mu, stop: make(chan struct{}), done: make(chan struct{})}
 	go p.run(fn, start)
 	return p, func() {
 		close(p.stop)
@@ -118,9 +136,10 @@ func (p *progressTap) run(fn ProgressFunc, start time.Time) {
 				p.mu.Unlock()
 				continue
 			}
-			pr := Progress{ElapsedMs: now.Sub(start).Milliseconds(), OutputBytes: p.total, Tail: validTail(p.tail)}
-			p.tail, p.fresh = p.tail[:0], false
+			pr := Progress{ElapsedMs: now.Sub(start).Milliseconds(), OutputBytes: p.total}
+			tail := p.take()
 			p.mu.Unlock()
+			pr.Tail = validTail(tail)
 			if pr.ElapsedMs <= lastMs {
 				pr.ElapsedMs = lastMs + 1
 			}
