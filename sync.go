@@ -25,7 +25,8 @@ func (w *Workspace) startSyncer(opts MountOptions) error {
 					return err
 				}
 				srcs = append(srcs, syncer.Source{Index: i, Path: s.Path, Kind: "git", Repo: t,
-					OnSync: s.Git.Push.When == spec.PushOnSync, AgentCommits: s.Git.Push.Commit == spec.CommitAgent})
+					OnSync: s.Git.Push.When == spec.PushOnSync, AgentCommits: s.Git.Push.Commit == spec.CommitAgent,
+					CommitOnSync: cmp.Or(s.Git.Push.Commit, spec.CommitOnSync) == spec.CommitOnSync})
 				continue
 			}
 			if s.S3 == nil || !s.S3.WriteBack {

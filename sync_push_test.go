@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,10 +92,11 @@ func (e *pushEnv) remoteLog(format, rev string) string {
 
 // TestPushOwnBranch: with `push: true` (every option at its default) the
 // workspace pushes in the background to its own branch, computerfs/ws,
-// never to main (the branch checked out): the agent's commit as it is
-// (its hash, message and author), then a commit of the edits it left
-// uncommitted, on top, by the spec's author. Over a path, a file:// URL
-// and git http-backend.
+// never to main (the branch checked out), and only what the agent
+// committed, as it is (its hash, message and author): an edit left alone
+// for ten debounces is not committed for it, so its own commit takes it.
+// What it leaves uncommitted is committed by `computerfs sync`, on top, by
+// the spec's author. Over a path, a file:// URL and git http-backend.
 func TestPushOwnBranch(t *testing.T) {
 	for name, url := range map[string]func(string) string{
 		"path": func(b string) string { return b },
@@ -102,8 +104,13 @@ func TestPushOwnBranch(t *testing.T) {
 		"http": func(b string) string { return gittest.ServeHTTP(t, b) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newPushEnv(t, url, ", push: true", "sync:\n  debounce: 3s\n")
+			e := newPushEnv(t, url, ", push: true", "sync:\n  debounce: 100ms\n")
+			start := gittest.Head(t, e.repo)
 			e.write("a.txt", "fixed\n")
+			time.Sleep(time.Second)
+			if head := gittest.Head(t, e.repo); head != start {
+				t.Fatalf("the agent's edit was committed for it: HEAD %s", head)
+			}
 			mine := e.agentCommit("fix: a.txt says fixed", "a.txt")
 			if got := e.waitRef(wsBranch, ""); got != mine {
 				t.Fatalf("%s is %s, want the agent's commit %s", wsBranch, got, mine)
@@ -111,16 +118,45 @@ func TestPushOwnBranch(t *testing.T) {
 			if got := e.remoteLog("%an <%ae>|%B", wsBranch); got != agentAuthor+"|fix: a.txt says fixed" {
 				t.Fatalf("pushed commit: %q", got)
 			}
-			// An edit the agent leaves uncommitted: committed on top.
+			if got := gittest.Git(t, e.bare, "show", wsBranch+":a.txt"); got != "fixed" {
+				t.Fatalf("a.txt in the agent's commit: %q", got)
+			}
+			// An edit the agent leaves uncommitted: committed on sync.
 			e.write("b.txt", "left\n")
-			top := e.waitRef(wsBranch, mine)
+			time.Sleep(time.Second)
+			if got := e.remoteRef(wsBranch); got != mine || gittest.Head(t, e.repo) != mine {
+				t.Fatalf("the uncommitted edit was committed in the background: %s %s", got, gittest.Head(t, e.repo))
+			}
+			if out := e.cli(false, "status"); !regexp.MustCompile(`, [1-9]\d* pending`).MatchString(out) {
+				t.Fatalf("status does not count the uncommitted edit as pending:\n%s", out)
+			}
+			if out := e.cli(false, "sync"); !strings.Contains(out, "pushed") || !strings.Contains(out, "M b.txt") {
+				t.Fatalf("sync:\n%s", out)
+			}
+			top := e.remoteRef(wsBranch)
 			if got := e.remoteLog("%an <%ae>|%P|%s", top); got != "Spec Author <spec@example.com>|"+mine+"|computerfs: update 1 file" {
 				t.Fatalf("the commit of the uncommitted edit: %q", got)
 			}
-			if out := e.cli(false, "status"); !strings.Contains(out, "push to "+wsBranch) {
-				t.Errorf("status does not name the branch:\n%s", out)
+			if out := e.cli(false, "status"); !strings.Contains(out, "push the agent's commits to "+wsBranch+", commit the rest on sync") {
+				t.Errorf("status does not say what is pushed where:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestPushCommitAuto: with `push: {commit: auto}` an edit is committed
+// and pushed in the background, after the debounce (the behaviour of
+// `push: true` before there were options, on the workspace's branch).
+func TestPushCommitAuto(t *testing.T) {
+	e := newPushEnv(t, func(b string) string { return b }, ", push: {commit: auto}", "sync:\n  debounce: 100ms\n")
+	start := gittest.Head(t, e.repo)
+	e.write("b.txt", "edited\n")
+	top := e.waitRef(wsBranch, "")
+	if got := e.remoteLog("%an <%ae>|%P|%s", top); got != "Spec Author <spec@example.com>|"+start+"|computerfs: update 1 file" {
+		t.Fatalf("the background commit: %q", got)
+	}
+	if out := e.cli(false, "status"); !strings.Contains(out, "commit and push to "+wsBranch) {
+		t.Errorf("status:\n%s", out)
 	}
 }
 

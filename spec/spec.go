@@ -434,9 +434,9 @@ func (g *Git) validate() *fieldError {
 		return &fieldError{"push.when", fmt.Sprintf("%q: want auto (push in the background after each change) or sync (only on computerfs sync)", g.Push.When)}
 	}
 	switch g.Push.Commit {
-	case "", CommitAuto, CommitAgent:
+	case "", CommitAuto, CommitOnSync, CommitAgent:
 	default:
-		return &fieldError{"push.commit", fmt.Sprintf("%q: want auto (commit the work tree's changes too) or agent (push only the agent's own commits)", g.Push.Commit)}
+		return &fieldError{"push.commit", fmt.Sprintf("%q: want sync (commit what the agent left uncommitted on computerfs sync), auto (in the background too) or agent (never: push only the agent's own commits)", g.Push.Commit)}
 	}
 	if g.Author != "" {
 		if _, _, err := ParseAuthor(g.Author); err != nil {
@@ -456,7 +456,8 @@ func (g *Git) validate() *fieldError {
 //	push:
 //	  branch: fix-123  # default computerfs/NAME (or git.branch)
 //	  when: sync       # auto (default): in the background; sync: only on computerfs sync
-//	  commit: agent    # auto (default): commit uncommitted edits too; agent: only the agent's commits
+//	  commit: agent    # sync (default): commit what the agent left uncommitted on computerfs sync;
+//	                   # auto: in the background too; agent: never, push only the agent's commits
 type Push struct {
 	On     bool   `yaml:"-" json:"-"`
 	Branch string `yaml:"branch,omitempty" json:"branch,omitempty"`
@@ -466,10 +467,11 @@ type Push struct {
 
 // push.when and push.commit.
 const (
-	PushAuto    = "auto"
-	PushOnSync  = "sync"
-	CommitAuto  = "auto"
-	CommitAgent = "agent"
+	PushAuto     = "auto"
+	PushOnSync   = "sync"
+	CommitAuto   = "auto"
+	CommitOnSync = "sync"
+	CommitAgent  = "agent"
 )
 
 // pushFields are Push's fields as a mapping.

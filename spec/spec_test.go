@@ -63,7 +63,7 @@ func TestErrorsNameLineAndField(t *testing.T) {
 		{"bad branch", "sources:\n  - path: /a\n    git: {url: u, push: true, branch: \"a b\"}\n", 3, "branch"},
 		{"bad push", "sources:\n  - path: /a\n    git: {url: u, push: maybe}\n", 3, "push: want true, false or a mapping"},
 		{"bad push.when", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {when: hourly}\n", 5, "sources[0].git.push.when: \"hourly\": want auto"},
-		{"bad push.commit", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {commit: all}\n", 5, "sources[0].git.push.commit: \"all\": want auto"},
+		{"bad push.commit", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {commit: all}\n", 5, "sources[0].git.push.commit: \"all\": want sync"},
 		{"bad push.branch", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {branch: \"-x\"}\n", 5, "sources[0].git.push.branch"},
 		{"two branches", "sources:\n  - path: /a\n    git:\n      url: u\n      branch: a\n      push: {branch: b}\n", 6, "disagree"},
 		{"unknown push field", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {to: b}\n", 5, "unknown field to in git.push"},
@@ -133,6 +133,7 @@ func TestPushForms(t *testing.T) {
 		{"push: {}", "computerfs/my-ws", Push{On: true}, `true`},
 		{"branch: fix\n      push: true", "fix", Push{On: true}, `true`},
 		{"push: {branch: fix, when: sync, commit: agent}", "fix", Push{On: true, Branch: "fix", When: "sync", Commit: "agent"}, `{"branch":"fix","when":"sync","commit":"agent"}`},
+		{"push: {commit: sync}", "computerfs/my-ws", Push{On: true, Commit: "sync"}, `{"commit":"sync"}`},
 		{"push:\n        when: auto\n        commit: auto", "computerfs/my-ws", Push{On: true, When: "auto", Commit: "auto"}, `{"when":"auto","commit":"auto"}`},
 	} {
 		sp, err := Parse([]byte("sources:\n  - path: /a\n    git:\n      url: u\n      "+c.yaml+"\n"), "ws.yaml", "/base")

@@ -90,7 +90,9 @@
 // leaves it out of the background loop, so only an explicit Sync writes
 // it back; AgentCommits (push.commit: agent) never commits the work tree:
 // a pass starts only for changes below .git and pushes what the agent
-// committed.
+// committed; CommitOnSync (push.commit: sync, the daemon's default) is
+// AgentCommits in the background, and commits the work tree in an
+// explicit Sync.
 //
 // The syncer's own writes (objects, index, refs; the remote-tracking ref
 // after a push) are journaled as the actor "sync" and ignored when a
