@@ -104,15 +104,15 @@ type Syncer struct {
 
 type source struct {
 	Source
-	cursor     uint64 // in memory; may be ahead of the stored one
-	saved      time.Time
-	failures   int
-	nextTry    time.Time
-	waiting    bool // the last pass left paths for later
+	cursor   uint64 // in memory; may be ahead of the stored one
+	saved    time.Time
+	failures int
+	nextTry  time.Time
+	waiting  bool // the last pass left paths for later
 	// looked is the last record a repository pass looked at: the
 	// cursor may stay behind it (edits left for an explicit Sync)
 	// without the loop passing again for nothing new.
-	looked uint64
+	looked     uint64
 	last       LastResult
 	targetMode string
 }
