@@ -172,7 +172,7 @@ func sourcesStatus(sp *spec.Spec, states map[string]*syncer.SourceStatus) []Sour
 		switch {
 		case s.Git != nil:
 			ss.From = s.Git.URL
-			if s.Git.Push {
+			if s.Git.Push.On {
 				ss.Sync = "push"
 				ss.SyncState = states[s.Path]
 			}

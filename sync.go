@@ -3,6 +3,7 @@ package computerfs
 import (
 	"cmp"
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/computerfs/computerfs/sources"
@@ -18,12 +19,14 @@ func (w *Workspace) startSyncer(opts MountOptions) error {
 	so := syncer.Options{FS: w.FS, Lock: &w.refreshMu, Log: w.log}
 	if w.spec != nil {
 		for i, s := range w.spec.Sources {
-			if s.Git != nil && s.Git.Push {
-				t, err := gitTarget(s.Git)
+			if s.Git != nil && s.Git.Push.On {
+				t, err := gitTarget(s.Git, w.Name())
 				if err != nil {
 					return err
 				}
-				srcs = append(srcs, syncer.Source{Index: i, Path: s.Path, Kind: "git", Repo: t})
+				srcs = append(srcs, syncer.Source{Index: i, Path: s.Path, Kind: "git", Repo: t,
+					OnSync: s.Git.Push.When == spec.PushOnSync, AgentCommits: s.Git.Push.Commit == spec.CommitAgent,
+					CommitOnSync: cmp.Or(s.Git.Push.Commit, spec.CommitOnSync) == spec.CommitOnSync})
 				continue
 			}
 			if s.S3 == nil || !s.S3.WriteBack {
@@ -54,9 +57,20 @@ func (w *Workspace) startSyncer(opts MountOptions) error {
 	return nil
 }
 
-// gitTarget is the push-back of a git source: the url and credentials the
-// import used, the spec's branch, author and message.
-func gitTarget(g *spec.Git) (*syncer.GitTarget, error) {
+// Name is the workspace's name: the spec's name, or the base name of the
+// store's directory. Its git sources push to computerfs/NAME by default.
+func (w *Workspace) Name() string {
+	if w.spec != nil && w.spec.Name != "" {
+		return w.spec.Name
+	}
+	return filepath.Base(w.Store.Dir())
+}
+
+// gitTarget is the push-back of a git source in the workspace called ws:
+// the url and credentials the import used, the spec's author and message,
+// and the branch: the spec's, or computerfs/WS, never the one checked out
+// (the agent's own pushes go there).
+func gitTarget(g *spec.Git, ws string) (*syncer.GitTarget, error) {
 	url := sources.GitURL(g.URL)
 	auth, err := sources.GitAuth(g, url)
 	if err != nil {
@@ -66,7 +80,7 @@ func gitTarget(g *spec.Git) (*syncer.GitTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &syncer.GitTarget{URL: url, Auth: auth, Branch: g.Branch, Name: name, Email: email, Message: g.Message,
+	return &syncer.GitTarget{URL: url, Auth: auth, Branch: g.PushBranch(ws), Name: name, Email: email, Message: g.Message,
 		MaxFileSize: int64(g.MaxFileSize)}, nil
 }
 

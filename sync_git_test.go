@@ -18,12 +18,16 @@ import (
 	"github.com/computerfs/computerfs/internal/testmount"
 )
 
+// wsBranch is where a workspace whose store is .../ws pushes by default.
+const wsBranch = "computerfs/ws"
+
 // TestSyncGitMounted: a git source with push, edited through the FUSE
 // mount. `computerfs sync` commits the edit (author and message from the
-// spec) and pushes it; a commit the agent made with the git CLI on the
-// mount is pushed as it is; a push behind the workspace's back makes the
-// next sync a reported conflict (exit 1) that leaves the remote alone and
-// keeps the local commit.
+// spec) and pushes it to the workspace's own branch, computerfs/ws (the
+// store's directory is ws), leaving main alone; a commit the agent made
+// with the git CLI on the mount is pushed as it is; a push to that branch
+// behind the workspace's back makes the next sync a reported conflict
+// (exit 1) that leaves the remote alone and keeps the local commit.
 func TestSyncGitMounted(t *testing.T) {
 	bare := gittest.Bare(t, gittest.NewRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}))
 	spec := writeSpec(t, "sources:\n  - path: /r\n    git: {url: "+bare+", push: true, author: \"Agent <agent@example.com>\", message: \"agent edits\"}\nsync:\n  debounce: 1h\n")
@@ -32,6 +36,12 @@ func TestSyncGitMounted(t *testing.T) {
 	repo := filepath.Join(m.Dir, "r")
 	cli := workspaceCLI(t, bin, m)
 	remote := func(args ...string) string { t.Helper(); return gittest.Git(t, bare, args...) }
+	main := remote("rev-parse", "main")
+	defer func() {
+		if got := remote("rev-parse", "main"); got != main {
+			t.Errorf("the remote's main moved to %s", got)
+		}
+	}()
 
 	// An edit and a removal through the mount.
 	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("edited\n"), 0o644); err != nil {
@@ -47,17 +57,17 @@ func TestSyncGitMounted(t *testing.T) {
 	if !strings.Contains(out, "/r (git): pushed") || !strings.Contains(out, "M a.txt") || !strings.Contains(out, "D b.txt") {
 		t.Fatalf("sync:\n%s", out)
 	}
-	if got := remote("log", "-1", "--format=%an <%ae>%n%B", "main"); got != "Agent <agent@example.com>\nagent edits\n\nM a.txt\nD b.txt" {
+	if got := remote("log", "-1", "--format=%an <%ae>%n%B", wsBranch); got != "Agent <agent@example.com>\nagent edits\n\nM a.txt\nD b.txt" {
 		t.Fatalf("pushed commit:\n%s", got)
 	}
-	if got := remote("ls-tree", "-r", "--name-only", "main"); got != "a.txt" {
+	if got := remote("ls-tree", "-r", "--name-only", wsBranch); got != "a.txt" {
 		t.Fatalf("tree %q", got)
 	}
 	// The workspace's git agrees: clean, at the pushed commit.
 	if got := gittest.Git(t, repo, "status", "--porcelain"); got != "" {
 		t.Fatalf("git status on the mount:\n%s", got)
 	}
-	if gittest.Head(t, repo) != remote("rev-parse", "main") {
+	if gittest.Head(t, repo) != remote("rev-parse", wsBranch) {
 		t.Fatal("HEAD on the mount is not the pushed commit")
 	}
 	// The pass's own writes (the commit's objects, the index, the refs)
@@ -74,15 +84,17 @@ func TestSyncGitMounted(t *testing.T) {
 	if !strings.Contains(out, "pushed "+mine[:12]) || strings.Contains(out, "committed") {
 		t.Fatalf("sync of the agent's commit:\n%s", out)
 	}
-	if got := remote("rev-parse", "main"); got != mine {
-		t.Fatalf("remote main %s, want the agent's %s", got, mine)
+	if got := remote("rev-parse", wsBranch); got != mine {
+		t.Fatalf("remote %s %s, want the agent's %s", wsBranch, got, mine)
 	}
 
 	// Someone pushes behind the workspace's back; the agent edits.
 	other := t.TempDir()
 	gittest.Git(t, "", "clone", "-q", bare, other)
-	theirs := gittest.Commit(t, other, map[string]string{"a.txt": "theirs\n"}, "theirs")
-	gittest.Git(t, other, "push", "-q", "origin", "main")
+	var theirs string
+	gittest.Git(t, other, "checkout", "-q", wsBranch)
+	theirs = gittest.Commit(t, other, map[string]string{"a.txt": "theirs\n"}, "theirs")
+	gittest.Git(t, other, "push", "-q", "origin", wsBranch)
 	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("ours\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +102,8 @@ func TestSyncGitMounted(t *testing.T) {
 	if !strings.Contains(out, "conflict /r:") || !strings.Contains(out, "not a fast-forward") || !strings.Contains(out, "committed") {
 		t.Fatalf("sync with a conflict:\n%s", out)
 	}
-	if got := remote("rev-parse", "main"); got != theirs {
-		t.Fatalf("remote main %s, want theirs %s", got, theirs)
+	if got := remote("rev-parse", wsBranch); got != theirs {
+		t.Fatalf("remote %s %s, want theirs %s", wsBranch, got, theirs)
 	}
 	if got := gittest.Git(t, repo, "log", "-1", "--format=%P"); got != mine {
 		t.Fatalf("local commit's parent %s, want %s", got, mine)
@@ -111,14 +123,14 @@ func TestSyncGitMounted(t *testing.T) {
 	if out, err := exec.Command("chown", "-R", agent.String(), pub).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	gittest.Git(t, repo, "fetch", "-q", pub, "main")
+	gittest.Git(t, repo, "fetch", "-q", pub, wsBranch)
 	gittest.Git(t, repo, "rebase", "-q", "-X", "theirs", "FETCH_HEAD")
 	out = cli(false, "sync")
 	if !strings.Contains(out, "pushed") {
 		t.Fatalf("sync after the rebase:\n%s", out)
 	}
-	if got := remote("rev-parse", "main~1"); got != theirs {
-		t.Fatalf("remote main~1 %s, want theirs %s", got, theirs)
+	if got := remote("rev-parse", wsBranch+"~1"); got != theirs {
+		t.Fatalf("remote %s~1 %s, want theirs %s", wsBranch, got, theirs)
 	}
 	if out := cli(false, "status"); strings.Contains(out, "conflict") {
 		t.Fatalf("status after resolving:\n%s", out)
@@ -187,14 +199,14 @@ func TestSyncGitCrash(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "0 conflicts, 0 errors") {
 			t.Fatalf("round %d: sync after a crash: %v\n%s\ndaemon log:\n%s", round, err, out, m.Log())
 		}
-		if n, _ := strconv.Atoi(gittest.Git(t, bare, "rev-list", "--count", "main")); n != base+round+1 {
+		if n, _ := strconv.Atoi(gittest.Git(t, bare, "rev-list", "--count", wsBranch)); n != base+round+1 {
 			t.Fatalf("round %d: %d commits on the remote, want %d\n%s", round, n, base+round+1,
-				gittest.Git(t, bare, "log", "--format=%h %s", "-n", "8", "main"))
+				gittest.Git(t, bare, "log", "--format=%h %s", "-n", "8", wsBranch))
 		}
 		if got := gittest.Git(t, repo, "status", "--porcelain"); got != "" {
 			t.Fatalf("round %d: work tree not clean after sync:\n%s", round, got)
 		}
-		if local, remote := gittest.Head(t, repo), gittest.Git(t, bare, "rev-parse", "main"); local != remote {
+		if local, remote := gittest.Head(t, repo), gittest.Git(t, bare, "rev-parse", wsBranch); local != remote {
 			t.Fatalf("round %d: HEAD %s, remote %s", round, local, remote)
 		}
 		// The remote's tree below crash/ is the workspace's: blob ids of
@@ -205,7 +217,7 @@ func TestSyncGitCrash(t *testing.T) {
 		}
 		sort.Strings(want)
 		var got []string
-		for _, l := range strings.Split(gittest.Git(t, bare, "ls-tree", "-r", "main", "crash/"), "\n") {
+		for _, l := range strings.Split(gittest.Git(t, bare, "ls-tree", "-r", wsBranch, "crash/"), "\n") {
 			if f := strings.Fields(l); len(f) == 4 {
 				got = append(got, f[3]+" "+f[2])
 			}
@@ -328,7 +340,7 @@ func TestGitCrashMetadata(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "0 conflicts, 0 errors") {
 		t.Fatalf("sync after the crashes: %v\n%s\ndaemon log:\n%s", err, out, m.Log())
 	}
-	if local, remote := gittest.Head(t, repo), gittest.Git(t, bare, "rev-parse", "main"); local != remote {
+	if local, remote := gittest.Head(t, repo), gittest.Git(t, bare, "rev-parse", wsBranch); local != remote {
 		t.Fatalf("HEAD %s, remote %s", local, remote)
 	}
 	gittest.Git(t, bare, "fsck", "--strict", "--no-dangling", "--no-progress")

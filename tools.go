@@ -25,7 +25,9 @@ import (
 // separate process, serves them over MCP:
 //
 //	POST /v1/tools/NAME   arguments as JSON; answer {"result": ...} or
-//	                      {"error": "...", "refused": "RULE"}
+//	                      {"error": "...", "refused": "RULE"}; with
+//	                      ?progress=1, JSON lines {"progress": ...} come
+//	                      before it while exec runs (tools.Progress)
 //	GET  /v1/audit        audit records (?after=ID&limit=N)
 
 // newTools makes the workspace's tools, with the stored spec's policy.
@@ -59,10 +61,16 @@ func (w *Workspace) Tools() *tools.Tools { return w.tools }
 
 // toolAnswer is the control socket's answer to a tool call.
 type toolAnswer struct {
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   string          `json:"error,omitempty"`
-	Refused string          `json:"refused,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Refused  string          `json:"refused,omitempty"`
+	Progress *tools.Progress `json:"progress,omitempty"`
 }
+
+// progressWriteTimeout bounds the write of one progress line to a client
+// of the control socket that does not read: the call goes on without
+// progress past it.
+const progressWriteTimeout = 30 * time.Second
 
 func (w *Workspace) serveTool(rw http.ResponseWriter, r *http.Request) {
 	args, err := io.ReadAll(io.LimitReader(r.Body, maxExecRequest+1))
@@ -74,7 +82,26 @@ func (w *Workspace) serveTool(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, toolAnswer{Error: fmt.Sprintf("arguments over %d bytes", maxExecRequest)})
 		return
 	}
-	res, err := w.tools.Call(r.Context(), r.PathValue("name"), args)
+	ctx := r.Context()
+	if r.URL.Query().Get("progress") == "1" {
+		rc := http.NewResponseController(rw)
+		rw.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(rw)
+		broken := false
+		// The tool calls this from one goroutine at a time and never
+		// after it returns.
+		ctx = tools.WithProgress(ctx, func(p tools.Progress) {
+			if broken {
+				return
+			}
+			rc.SetWriteDeadline(time.Now().Add(progressWriteTimeout))
+			if enc.Encode(toolAnswer{Progress: &p}) != nil || rc.Flush() != nil {
+				broken = true
+			}
+			rc.SetWriteDeadline(time.Time{})
+		})
+	}
+	res, err := w.tools.Call(ctx, r.PathValue("name"), args)
 	if err != nil {
 		ans := toolAnswer{Error: err.Error()}
 		var rf *tools.Refusal
@@ -123,7 +150,12 @@ func (e *ToolError) Error() string { return e.Msg }
 // Call runs a tool in the daemon (tools.Caller). A tool's failure is a
 // *ToolError; anything else means the daemon could not be asked.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://computerfs/v1/tools/"+name, bytes.NewReader(args))
+	url := "http://computerfs/v1/tools/" + name
+	progress := tools.ProgressFrom(ctx)
+	if progress != nil {
+		url += "?progress=1"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(args))
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +169,18 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 		return nil, fmt.Errorf("workspace daemon: %s", strings.TrimSpace(string(msg)))
 	}
 	var ans toolAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, c.lost(fmt.Errorf("workspace daemon: %w", err))
+	dec := json.NewDecoder(resp.Body)
+	for {
+		ans = toolAnswer{}
+		if err := dec.Decode(&ans); err != nil {
+			return nil, c.lost(fmt.Errorf("workspace daemon: %w", err))
+		}
+		if ans.Progress == nil {
+			break
+		}
+		if progress != nil {
+			progress(*ans.Progress)
+		}
 	}
 	if ans.Error != "" {
 		return nil, &ToolError{Msg: ans.Error, Refused: ans.Refused}

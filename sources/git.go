@@ -44,10 +44,6 @@ func (im *Importer) importGit(ctx context.Context, idx int, src *spec.Source) er
 	if err != nil {
 		return err
 	}
-	if g.Push && g.Branch == "" && (target.ref.IsTag() || !target.hash.IsZero()) {
-		return fmt.Errorf("git %s: ref %q is a %s, checked out as a detached HEAD: push needs a branch to push to (git.branch)",
-			g.URL, g.Ref, map[bool]string{true: "tag", false: "commit"}[target.ref.IsTag()])
-	}
 	if gitBin := im.gitBinary(); gitBin != "" {
 		return im.cloneWithCLI(ctx, gitBin, idx, src, url, target)
 	}

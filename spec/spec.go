@@ -7,6 +7,8 @@ package spec
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +44,10 @@ type Spec struct {
 	// names, inodes, extended attributes; kv.Options.Quota), e.g. "10GiB";
 	// 0: none. `computerfs mount --quota` overrides it.
 	Quota Size `yaml:"quota,omitempty" json:"quota,omitempty"`
+	// Name names the workspace: its git sources push to
+	// computerfs/NAME unless they name a branch (default: the base name
+	// of the store's directory).
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
 }
 
 // Sync tunes write-back (S3 write_back, git push).
@@ -94,9 +100,12 @@ type Git struct {
 	URL   string `yaml:"url" json:"url"`                         // https, ssh, file URL or a local path
 	Ref   string `yaml:"ref,omitempty" json:"ref,omitempty"`     // branch, tag or commit (default: the remote's HEAD)
 	Depth int    `yaml:"depth,omitempty" json:"depth,omitempty"` // 0: the whole history
-	Push  bool   `yaml:"push,omitempty" json:"push,omitempty"`   // edits are committed and pushed back
-	// Branch is where pushes go (default: the branch checked out, which is
-	// Ref when Ref is a branch).
+	// Push writes the workspace's commits back: `push: true` (the
+	// defaults) or a mapping of PushOptions.
+	Push Push `yaml:"push,omitempty" json:"push,omitzero"`
+	// Branch is where pushes go, the same as push.branch (default
+	// computerfs/NAME, NAME the workspace's: never the branch checked
+	// out, which the agent's pushes would race).
 	Branch string `yaml:"branch,omitempty" json:"branch,omitempty"`
 	// Author signs the commits that push makes of the work tree's changes,
 	// as "Name <email>" (default DefaultGitAuthor); it is the committer too.
@@ -265,7 +274,7 @@ var (
 	lineRe      = regexp.MustCompile(`^line (\d+): (.*)$`)
 	typeRe      = regexp.MustCompile(`in type spec\.(\w+)`)
 	sectionName = map[string]string{"Spec": "the spec", "Source": "a source", "Git": "git", "S3": "s3", "Owner": "owner",
-		"Policy": "policy", "ExecPolicy": "policy.exec", "Limits": "policy.limits", "Sync": "sync"}
+		"Policy": "policy", "ExecPolicy": "policy.exec", "Limits": "policy.limits", "Sync": "sync", "Push": "git.push"}
 )
 
 // positions maps field paths ("sources[1].s3.bucket") to their lines.
@@ -413,8 +422,21 @@ func (g *Git) validate() *fieldError {
 	if strings.ContainsAny(g.Branch, " \x00~^:?*[\\") || strings.HasPrefix(g.Branch, "-") {
 		return &fieldError{"branch", fmt.Sprintf("%q is not a valid branch name", g.Branch)}
 	}
-	if g.Push && g.Branch == "" && (strings.HasPrefix(g.Ref, "refs/tags/") || commitRe.MatchString(g.Ref)) {
-		return &fieldError{"branch", fmt.Sprintf("required with push when ref %q is a tag or a commit: its checkout is a detached HEAD, on no branch to push to", g.Ref)}
+	if strings.ContainsAny(g.Push.Branch, " \x00~^:?*[\\") || strings.HasPrefix(g.Push.Branch, "-") {
+		return &fieldError{"push.branch", fmt.Sprintf("%q is not a valid branch name", g.Push.Branch)}
+	}
+	if g.Push.Branch != "" && g.Branch != "" && g.Push.Branch != g.Branch {
+		return &fieldError{"push.branch", fmt.Sprintf("%q and git.branch %q disagree: name the branch once", g.Push.Branch, g.Branch)}
+	}
+	switch g.Push.When {
+	case "", PushAuto, PushOnSync:
+	default:
+		return &fieldError{"push.when", fmt.Sprintf("%q: want auto (push in the background after each change) or sync (only on computerfs sync)", g.Push.When)}
+	}
+	switch g.Push.Commit {
+	case "", CommitAuto, CommitOnSync, CommitAgent:
+	default:
+		return &fieldError{"push.commit", fmt.Sprintf("%q: want sync (commit what the agent left uncommitted on computerfs sync), auto (in the background too) or agent (never: push only the agent's own commits)", g.Push.Commit)}
 	}
 	if g.Author != "" {
 		if _, _, err := ParseAuthor(g.Author); err != nil {
@@ -425,6 +447,123 @@ func (g *Git) validate() *fieldError {
 		return &fieldError{"message", "contains a NUL byte"}
 	}
 	return nil
+}
+
+// Push is a git source's push-back. In YAML it is `push: true` (every
+// option at its default), `push: false`, or a mapping of the options
+// (which turns push on):
+//
+//	push:
+//	  branch: fix-123  # default computerfs/NAME (or git.branch)
+//	  when: sync       # auto (default): in the background; sync: only on computerfs sync
+//	  commit: agent    # sync (default): commit what the agent left uncommitted on computerfs sync;
+//	                   # auto: in the background too; agent: never, push only the agent's commits
+type Push struct {
+	On     bool   `yaml:"-" json:"-"`
+	Branch string `yaml:"branch,omitempty" json:"branch,omitempty"`
+	When   string `yaml:"when,omitempty" json:"when,omitempty"`
+	Commit string `yaml:"commit,omitempty" json:"commit,omitempty"`
+}
+
+// push.when and push.commit.
+const (
+	PushAuto     = "auto"
+	PushOnSync   = "sync"
+	CommitAuto   = "auto"
+	CommitOnSync = "sync"
+	CommitAgent  = "agent"
+)
+
+// pushFields are Push's fields as a mapping.
+type pushFields struct {
+	Branch string `yaml:"branch,omitempty" json:"branch,omitempty"`
+	When   string `yaml:"when,omitempty" json:"when,omitempty"`
+	Commit string `yaml:"commit,omitempty" json:"commit,omitempty"`
+}
+
+// IsZero tells whether push is off (for omitempty).
+func (p Push) IsZero() bool { return !p.On }
+
+// UnmarshalYAML reads a boolean or a mapping.
+func (p *Push) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var on bool
+		if err := n.Decode(&on); err != nil {
+			return fmt.Errorf("line %d: push: want true, false or a mapping (branch, when, commit)", n.Line)
+		}
+		*p = Push{On: on}
+		return nil
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			switch k := n.Content[i]; k.Value {
+			case "branch", "when", "commit":
+			default:
+				return fmt.Errorf("line %d: field %s not found in type spec.Push", k.Line, k.Value)
+			}
+		}
+		var f pushFields
+		if err := n.Decode(&f); err != nil {
+			return err
+		}
+		*p = Push{On: true, Branch: f.Branch, When: f.When, Commit: f.Commit}
+		return nil
+	}
+	return fmt.Errorf("line %d: push: want true, false or a mapping (branch, when, commit)", n.Line)
+}
+
+// MarshalJSON writes true, false or the options.
+func (p Push) MarshalJSON() ([]byte, error) {
+	if !p.On || p == (Push{On: true}) {
+		return json.Marshal(p.On)
+	}
+	return json.Marshal(pushFields{Branch: p.Branch, When: p.When, Commit: p.Commit})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (a stored spec: `true`
+// from before the options is Push{On: true}, with the defaults of now).
+func (p *Push) UnmarshalJSON(b []byte) error {
+	var on bool
+	if json.Unmarshal(b, &on) == nil {
+		*p = Push{On: on}
+		return nil
+	}
+	var f pushFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	*p = Push{On: true, Branch: f.Branch, When: f.When, Commit: f.Commit}
+	return nil
+}
+
+// PushBranch is the branch a git source pushes to in the workspace
+// called name: push.branch, git.branch, or computerfs/NAME.
+func (g *Git) PushBranch(name string) string {
+	if b := cmp.Or(g.Push.Branch, g.Branch); b != "" {
+		return b
+	}
+	return "computerfs/" + BranchName(name)
+}
+
+// BranchName is name made fit for a git branch's last component: letters,
+// digits, '.', '_' and '-' kept, anything else '-', at most 64 bytes,
+// "workspace" when nothing is left.
+func BranchName(name string) string {
+	b := []byte(name)
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	s := strings.Trim(strings.ReplaceAll(string(b), "..", "-"), ".-")
+	s = strings.TrimSuffix(s, ".lock")
+	if s == "" {
+		return "workspace"
+	}
+	return s
 }
 
 // commitRe is a full commit hash.

@@ -61,8 +61,12 @@ func TestErrorsNameLineAndField(t *testing.T) {
 		{"bad author", "sources:\n  - path: /a\n    git: {url: u, push: true, author: \"agent@example.com\"}\n", 3, "author"},
 		{"author without name", "sources:\n  - path: /a\n    git: {url: u, push: true, author: \"<a@b>\"}\n", 3, "author"},
 		{"bad branch", "sources:\n  - path: /a\n    git: {url: u, push: true, branch: \"a b\"}\n", 3, "branch"},
-		{"push from a tag", "sources:\n  - path: /a\n    git: {url: u, ref: refs/tags/v1, push: true}\n", 3, "sources[0].git.branch: required with push when ref \"refs/tags/v1\" is a tag or a commit"},
-		{"push from a commit", "sources:\n  - path: /a\n    git:\n      url: u\n      ref: 0123456789abcdef0123456789abcdef01234567\n      push: true\n", 3, "detached HEAD"},
+		{"bad push", "sources:\n  - path: /a\n    git: {url: u, push: maybe}\n", 3, "push: want true, false or a mapping"},
+		{"bad push.when", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {when: hourly}\n", 5, "sources[0].git.push.when: \"hourly\": want auto"},
+		{"bad push.commit", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {commit: all}\n", 5, "sources[0].git.push.commit: \"all\": want sync"},
+		{"bad push.branch", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {branch: \"-x\"}\n", 5, "sources[0].git.push.branch"},
+		{"two branches", "sources:\n  - path: /a\n    git:\n      url: u\n      branch: a\n      push: {branch: b}\n", 6, "disagree"},
+		{"unknown push field", "sources:\n  - path: /a\n    git:\n      url: u\n      push: {to: b}\n", 5, "unknown field to in git.push"},
 		{"missing bucket", "sources:\n  - path: /d\n    s3: {prefix: p/}\n", 3, "sources[0].s3.bucket: required"},
 		{"bad bucket", "sources:\n  - path: /d\n    s3: {bucket: Bad_Bucket}\n", 3, "not a valid bucket name"},
 		{"bad endpoint", "sources:\n  - path: /d\n    s3:\n      bucket: b12\n      endpoint: \"127.0.0.1:9000\"\n", 5, "sources[0].s3.endpoint"},
@@ -101,12 +105,64 @@ func TestErrorsNameLineAndField(t *testing.T) {
 	}
 }
 
-// TestPushFromDetachedWithBranch: a tag or a commit checked out with
-// push is fine when the spec names the branch to push to.
-func TestPushFromDetachedWithBranch(t *testing.T) {
+// TestPushFromDetached: a tag or a commit checked out with push is fine,
+// with a branch named or not: the push goes to computerfs/NAME by
+// default, whatever HEAD is on.
+func TestPushFromDetached(t *testing.T) {
 	for _, ref := range []string{"refs/tags/v1", "0123456789abcdef0123456789abcdef01234567", "v1"} {
-		if _, err := Parse(fmt.Appendf(nil, "sources:\n  - path: /a\n    git: {url: u, ref: %q, push: true, branch: fix}\n", ref), "ws.yaml", "/base"); err != nil {
-			t.Errorf("%s: %v", ref, err)
+		for _, branch := range []string{", branch: fix", ""} {
+			if _, err := Parse(fmt.Appendf(nil, "sources:\n  - path: /a\n    git: {url: u, ref: %q, push: true%s}\n", ref, branch), "ws.yaml", "/base"); err != nil {
+				t.Errorf("%s%s: %v", ref, branch, err)
+			}
+		}
+	}
+}
+
+// TestPushForms: push is a boolean or a mapping of options; the branch
+// defaults to computerfs/NAME; a stored spec (JSON) keeps the options,
+// and one stored as `"push": true` before they existed reads as push with
+// the defaults.
+func TestPushForms(t *testing.T) {
+	for _, c := range []struct {
+		yaml, branch string
+		want         Push
+		json         string
+	}{
+		{"push: true", "computerfs/my-ws", Push{On: true}, `true`},
+		{"push: false", "computerfs/my-ws", Push{}, ``},
+		{"push: {}", "computerfs/my-ws", Push{On: true}, `true`},
+		{"branch: fix\n      push: true", "fix", Push{On: true}, `true`},
+		{"push: {branch: fix, when: sync, commit: agent}", "fix", Push{On: true, Branch: "fix", When: "sync", Commit: "agent"}, `{"branch":"fix","when":"sync","commit":"agent"}`},
+		{"push: {commit: sync}", "computerfs/my-ws", Push{On: true, Commit: "sync"}, `{"commit":"sync"}`},
+		{"push:\n        when: auto\n        commit: auto", "computerfs/my-ws", Push{On: true, When: "auto", Commit: "auto"}, `{"when":"auto","commit":"auto"}`},
+	} {
+		sp, err := Parse([]byte("sources:\n  - path: /a\n    git:\n      url: u\n      "+c.yaml+"\n"), "ws.yaml", "/base")
+		if err != nil {
+			t.Fatalf("%s: %v", c.yaml, err)
+		}
+		g := sp.Sources[0].Git
+		if g.Push != c.want || g.PushBranch("my ws") != c.branch {
+			t.Errorf("%s: %+v to %s, want %+v to %s", c.yaml, g.Push, g.PushBranch("my ws"), c.want, c.branch)
+		}
+		js, err := json.Marshal(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Git
+		if err := json.Unmarshal(js, &back); err != nil || back.Push != c.want {
+			t.Errorf("%s: %s read back as %+v (%v)", c.yaml, js, back.Push, err)
+		}
+		if c.json != "" && !strings.Contains(string(js), `"push":`+c.json) || c.json == "" && strings.Contains(string(js), "push") {
+			t.Errorf("%s: JSON %s, want push %s", c.yaml, js, c.json)
+		}
+	}
+	var old Git
+	if err := json.Unmarshal([]byte(`{"url":"u","push":true}`), &old); err != nil || old.Push != (Push{On: true}) || old.PushBranch("ws") != "computerfs/ws" {
+		t.Fatalf("a spec stored before the options: %+v %v", old.Push, err)
+	}
+	for name, want := range map[string]string{"ws": "ws", "a b/c": "a-b-c", "..": "workspace", "x.lock": "x", "": "workspace", "-lead": "lead", strings.Repeat("n", 100): strings.Repeat("n", 64)} {
+		if got := BranchName(name); got != want {
+			t.Errorf("BranchName(%q) = %q, want %q", name, got, want)
 		}
 	}
 }
@@ -135,7 +191,7 @@ func TestPathsAndDefaults(t *testing.T) {
 	if sp.Sources[2].Dir != "/base/rel/dir" {
 		t.Fatalf("relative dir resolved to %q", sp.Sources[2].Dir)
 	}
-	if sp.Sources[0].Git.Depth != 0 || sp.Sources[0].Git.Push {
+	if sp.Sources[0].Git.Depth != 0 || sp.Sources[0].Git.Push.On {
 		t.Fatal("git defaults")
 	}
 }

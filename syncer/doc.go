@@ -75,14 +75,24 @@
 //     links; .gitignore respected); if anything is staged, commits it,
 //     author and committer from the spec (git.author), the message's
 //     first line from git.message, then the changed paths ("M a.go");
-//   - asks the remote for the branch (git.branch, default the branch HEAD
-//     is on) and pushes HEAD's commit there when the remote branch is
-//     absent or an ancestor of it. Anything else is a conflict (recorded
+//   - asks the remote for the branch (GitTarget.Branch: the daemon gives
+//     git.branch or computerfs/NAME, never the branch HEAD is on, which
+//     the agent's own pushes would race) and pushes HEAD's commit there
+//     when the remote branch is absent or an ancestor of it. Anything
+//     else is a conflict (recorded
 //     at sync/IDX/conflict/.git): nothing is pushed, nothing forced, the
 //     commit stays local. The push also requires the remote to still hold
 //     what was checked, so a push arriving between the check and ours is
 //     a conflict too. Commits the agent made are pushed as they are: the
 //     target only ever adds one commit on top.
+//
+// Two options of a Source change this: OnSync (git push.when: sync)
+// leaves it out of the background loop, so only an explicit Sync writes
+// it back; AgentCommits (push.commit: agent) never commits the work tree:
+// a pass starts only for changes below .git and pushes what the agent
+// committed; CommitOnSync (push.commit: sync, the daemon's default) is
+// AgentCommits in the background, and commits the work tree in an
+// explicit Sync.
 //
 // The syncer's own writes (objects, index, refs; the remote-tracking ref
 // after a push) are journaled as the actor "sync" and ignored when a

@@ -542,7 +542,14 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 	now := time.Now()
 	var first uint64
 	var newest int64
-	touched, worktree := false, false
+	touched, worktree, gitdir := false, false, false
+	var firstWorktree uint64 // the oldest record of the work tree's
+	edited := func(seq uint64) {
+		if !worktree || seq < firstWorktree {
+			firstWorktree = seq
+		}
+		worktree = true
+	}
 	for i := range recs {
 		r := &recs[i]
 		if r.Actor.Entry == syncActor.Entry {
@@ -555,7 +562,8 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 				continue
 			}
 			if cut {
-				worktree = true // somewhere under rel: the worktree too, maybe
+				edited(r.Seq) // somewhere under rel: either, maybe
+				gitdir = true
 			}
 			if !touched || r.Seq < first {
 				first = r.Seq
@@ -563,16 +571,28 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 			touched = true
 			newest = max(newest, r.Time)
 			if rel != "" && !isGitDir(rel) {
-				worktree = true
+				edited(r.Seq)
+			} else {
+				gitdir = true
 			}
 		}
 	}
 	_, inConflict := conflicts[RepoConflictRel]
+	if (src.AgentCommits || src.CommitOnSync && !force) && !gitdir {
+		// Edits of the work tree alone are the agent's to commit:
+		// nothing to push until it does.
+		touched = false
+	}
 	run := touched || force
 	if touched && !force && now.UnixNano()-newest < int64(s.opts.Debounce) {
 		rep.Waiting, run = 1, false
 	}
 	var notDone []uint64
+	if src.CommitOnSync && !force && worktree {
+		// The work tree's edits wait for an explicit Sync to be
+		// committed: they stay pending (status counts them) until then.
+		notDone = append(notDone, firstWorktree)
+	}
 	if run {
 		if _, err := s.fs.Lstat(path.Join(src.Path, ".git/index.lock")); err == nil {
 			// git is at work in the workspace: come back when it is done
@@ -595,7 +615,7 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 		pass = s.newPass()
 		actor := syncActor
 		actor.Request = pass
-		commit := worktree || force
+		commit := (worktree || force) && !src.AgentCommits && (force || !src.CommitOnSync)
 		res := src.Repo.SyncRepo(ctx, s.fs.As(actor), src.Path, commit)
 		rep.Commit, rep.Committed, rep.Branch, rep.Pushed = res.Commit, res.Changed, res.Branch, res.Pushed
 		if commit && res.Err == nil {
@@ -653,6 +673,7 @@ func (s *Syncer) repoPass(ctx context.Context, src *source, recs []kv.Record, la
 	}
 	s.mu.Lock()
 	src.cursor = cursor
+	src.looked = last
 	s.mu.Unlock()
 	s.finish(src, &rep, force)
 	if did {

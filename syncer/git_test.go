@@ -38,6 +38,9 @@ type gitOpts struct {
 	fileURL  bool   // give the remote as a file:// URL
 	src      string // the repository to make the remote of (default: one of files)
 	debounce time.Duration
+	// commitOnSync, agentCommits: the Source's options (push.commit:
+	// sync, agent).
+	commitOnSync, agentCommits bool
 }
 
 func newGitEnv(t testing.TB, files map[string]string, o gitOpts) *gitEnv {
@@ -98,7 +101,7 @@ func (e *gitEnv) newSyncer(o gitOpts) {
 	check(e.t, err)
 	e.target = &GitTarget{URL: url, Auth: auth, Branch: g.Branch, Name: name, Email: email, Message: g.Message}
 	sy, err := New(Options{FS: e.fs, Log: quiet(), Debounce: o.debounce, MinBackoff: 10 * time.Millisecond,
-		Sources: []Source{{Index: 0, Path: "/r", Kind: "git", Repo: e.target}}})
+		Sources: []Source{{Index: 0, Path: "/r", Kind: "git", Repo: e.target, CommitOnSync: o.commitOnSync, AgentCommits: o.agentCommits}}})
 	check(e.t, err)
 	e.sy = sy
 	e.t.Cleanup(sy.Close)
@@ -571,5 +574,40 @@ func TestGitPushWaitsForIndexLock(t *testing.T) {
 	check(t, e.fs.Remove("/r/.git/index.lock"))
 	if r := e.mustSync(); r.Pushed == "" || e.remote("show", "main:a") != "locked" {
 		t.Fatalf("after the lock: %+v", r)
+	}
+}
+
+// TestGitPushCommitOnSync: with CommitOnSync a background pass neither
+// commits an edit of the work tree nor pushes for it, and keeps it
+// pending; an explicit Sync commits and pushes it. With AgentCommits
+// neither does.
+func TestGitPushCommitOnSync(t *testing.T) {
+	for _, o := range []gitOpts{{debounce: time.Millisecond, commitOnSync: true}, {debounce: time.Millisecond, agentCommits: true}} {
+		e := newGitEnv(t, map[string]string{"a": "a\n"}, o)
+		before, head := e.remote("rev-parse", "main"), e.localRef("refs/heads/main")
+		e.write("/r/a", "edited\n")
+		time.Sleep(5 * time.Millisecond)
+		for range 3 {
+			if r := e.sy.pass(context.Background(), e.sy.srcs[0], false); r.Commit != "" || r.Pushed != "" || len(r.Errors)+len(r.Conflicts) != 0 {
+				t.Fatalf("%+v: background pass %+v", o, r)
+			}
+		}
+		if e.localRef("refs/heads/main") != head || e.remote("rev-parse", "main") != before {
+			t.Fatalf("%+v: committed or pushed in the background", o)
+		}
+		st := e.sy.Status()[0]
+		if o.commitOnSync && st.Pending == 0 || o.agentCommits && st.Pending != 0 {
+			t.Fatalf("%+v: %d pending", o, st.Pending)
+		}
+		r := e.mustSync()
+		if o.commitOnSync && (r.Commit == "" || r.Pushed != r.Commit || e.remote("show", "main:a") != "edited") {
+			t.Fatalf("%+v: sync %+v", o, r)
+		}
+		if o.agentCommits && (r.Commit != "" || e.remote("show", "main:a") != "a") {
+			t.Fatalf("%+v: sync %+v", o, r)
+		}
+		if st := e.sy.Status()[0]; st.Pending != 0 {
+			t.Fatalf("%+v: %d pending after the sync", o, st.Pending)
+		}
 	}
 }

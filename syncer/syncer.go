@@ -36,6 +36,18 @@ type Source struct {
 	// Repo, if set, takes the place of Target: the source is written back
 	// as a whole (git), see repoPass.
 	Repo RepoTarget
+	// OnSync: the source is written back only by an explicit Sync, never
+	// in the background (git push.when: sync).
+	OnSync bool
+	// AgentCommits: a repository source pushes the commits the agent
+	// made and never commits the work tree's changes itself (git
+	// push.commit: agent).
+	AgentCommits bool
+	// CommitOnSync: a repository source commits the work tree's changes
+	// only in an explicit Sync; the background pushes the agent's
+	// commits alone, so it never commits an edit the agent is about to
+	// commit itself (git push.commit: sync, the daemon's default).
+	CommitOnSync bool
 }
 
 // Options configure a Syncer.
@@ -92,11 +104,15 @@ type Syncer struct {
 
 type source struct {
 	Source
-	cursor     uint64 // in memory; may be ahead of the stored one
-	saved      time.Time
-	failures   int
-	nextTry    time.Time
-	waiting    bool // the last pass left paths for later
+	cursor   uint64 // in memory; may be ahead of the stored one
+	saved    time.Time
+	failures int
+	nextTry  time.Time
+	waiting  bool // the last pass left paths for later
+	// looked is the last record a repository pass looked at: the
+	// cursor may stay behind it (edits left for an explicit Sync)
+	// without the loop passing again for nothing new.
+	looked     uint64
 	last       LastResult
 	targetMode string
 }
@@ -323,7 +339,7 @@ func (s *Syncer) cycle(ctx context.Context) {
 	last := s.st.LastSeq()
 	for _, src := range s.srcs {
 		s.mu.Lock()
-		skip := now.Before(src.nextTry) || last <= src.cursor && !src.waiting
+		skip := src.OnSync || now.Before(src.nextTry) || last <= max(src.cursor, src.looked) && !src.waiting
 		s.mu.Unlock()
 		if skip || ctx.Err() != nil {
 			continue
@@ -795,6 +811,15 @@ func (s *Syncer) Status() []SourceStatus {
 		}
 		if m, ok := t.(interface{ ModeName() string }); ok {
 			st.Mode = m.ModeName()
+		}
+		switch {
+		case src.AgentCommits:
+			st.Mode = strings.Replace(st.Mode, "commit and push", "push the agent's commits", 1)
+		case src.CommitOnSync:
+			st.Mode = strings.Replace(st.Mode, "commit and push", "push the agent's commits", 1) + ", commit the rest on sync"
+		}
+		if src.OnSync {
+			st.Mode += ", only on sync"
 		}
 		var recs []kv.Record
 		s.st.ReadJournal(st.Cursor, func(r kv.Record) bool {

@@ -73,11 +73,15 @@ type capped struct {
 	budget *int64
 	buf    bytes.Buffer
 	cut    *bool
+	tap    **progressTap // when the caller wants progress
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if *c.tap != nil {
+		(*c.tap).see(p)
+	}
 	n := int64(len(p))
 	if n > *c.budget {
 		n = *c.budget
@@ -164,9 +168,15 @@ func (t *Tools) Exec(ctx context.Context, a ExecArgs) (ExecResult, error) {
 		var mu sync.Mutex
 		budget := t.pol.maxOutput
 		cut := false
-		stdout := &capped{mu: &mu, budget: &budget, cut: &cut}
-		stderr := &capped{mu: &mu, budget: &budget, cut: &cut}
+		var tap *progressTap
+		stdout := &capped{mu: &mu, budget: &budget, cut: &cut, tap: &tap}
+		stderr := &capped{mu: &mu, budget: &budget, cut: &cut, tap: &tap}
 		start := time.Now()
+		if fn := ProgressFrom(ctx); fn != nil {
+			var stop func()
+			tap, stop = startProgress(fn, &mu, start)
+			defer stop() // before the result goes: fn is not called after
+		}
 		rr, err := t.run(ctx, RunRequest{Command: a.Command, Backend: backend, Cwd: cwd, Env: env,
 			Timeout: timeout, Stdin: []byte(a.Stdin), Network: t.pol.network}, stdout, stderr)
 		if err != nil {

@@ -76,11 +76,18 @@ var defs = []toolDef{
 }
 
 func addTool[In any, Out texter](s *mcp.Server, c Caller, t *mcp.Tool) {
-	mcp.AddTool(s, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		var out Out
 		args, err := json.Marshal(in)
 		if err != nil {
 			return nil, out, err
+		}
+		if req != nil && req.Params != nil && req.Session != nil {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				var stop func()
+				ctx, stop = notifyProgress(ctx, req.Session, tok)
+				defer stop()
+			}
 		}
 		res, err := c.Call(ctx, t.Name, args)
 		if err != nil {
@@ -95,6 +102,48 @@ func addTool[In any, Out texter](s *mcp.Server, c Caller, t *mcp.Tool) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 	})
+}
+
+// notifyProgress returns a context under which a tool's progress goes to
+// the client as notifications/progress for the request's token. The
+// notifications go from a goroutine of their own, the newest replacing
+// one not yet sent, so that a client slow to read never holds up the
+// tool; stop ends it before the result goes.
+func notifyProgress(ctx context.Context, ss *mcp.ServerSession, tok any) (context.Context, func()) {
+	next := make(chan Progress, 1)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case p := <-next:
+				// The request's context: over streamable HTTP the
+				// notification goes on the request's stream.
+				ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
+					Progress: float64(p.ElapsedMs) / 1000, Message: p.Message()})
+			}
+		}
+	}()
+	fn := func(p Progress) {
+		for {
+			select {
+			case next <- p:
+				return
+			default:
+			}
+			select {
+			case <-next: // stale: the newest goes instead
+			default:
+			}
+		}
+	}
+	return WithProgress(ctx, fn), func() {
+		close(quit)
+		<-done
+	}
 }
 
 func inputSchema[In any](bounds map[string][2]float64) *jsonschema.Schema {
