@@ -6,7 +6,11 @@
 # Prints nothing when everything is there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$here/packages.txt")
+# PACKAGE [COMMAND] per line: the package, or the command that stands for it
+pkgs=() cmds=()
+while read -r p c _; do
+	pkgs+=("$p") cmds+=("${c:-}")
+done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$here/packages.txt")
 
 if ! command -v dpkg-query >/dev/null; then
 	# Not Debian: say what the build needs, and go on if it is there.
@@ -17,11 +21,29 @@ if ! command -v dpkg-query >/dev/null; then
 	exit 1
 fi
 missing=()
-for p in "${pkgs[@]}"; do
+for i in "${!pkgs[@]}"; do
+	p=${pkgs[$i]} c=${cmds[$i]}
+	[ -n "$c" ] && command -v "$c" >/dev/null && continue
 	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
 	[[ $status == ii* ]] || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# The TypeScript MCP SDK, at the version package-lock.json pins.
+npm_sdk() {
+	local dir=$here/../internal/mcpts
+	[ -d "$dir/node_modules/@modelcontextprotocol/sdk" ] && return 0
+	if [ "${1:-}" = --check ]; then
+		echo "computerfs: the TypeScript MCP SDK is not installed (run: npm ci --prefix internal/mcpts)" >&2
+		return 1
+	fi
+	echo "computerfs: installing the TypeScript MCP SDK for the tests (npm ci in internal/mcpts)" >&2
+	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+		{ echo "computerfs: npm ci in internal/mcpts failed" >&2; return 1; }
+}
+if [ ${#missing[@]} -eq 0 ]; then
+	npm_sdk "${1:-}"
+	exit
+fi
 
 if [ "${1:-}" = --check ]; then
 	echo "computerfs: missing packages: ${missing[*]} (install them with: apt-get install -y ${missing[*]})" >&2
@@ -37,3 +59,4 @@ if ! { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; 
 	echo "computerfs: apt-get could not install ${missing[*]}; install them and run make again" >&2
 	exit 1
 fi
+npm_sdk
