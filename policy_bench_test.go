@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/computerfs/computerfs/internal/benchtab"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -115,7 +113,7 @@ func BenchmarkPolicyMount(b *testing.B) {
 		rounds = n
 	}
 	for b.Loop() {
-		var rows []mountRow
+		var rows []benchtab.Row[mountSample]
 		for _, w := range workloads {
 			run := func(i int) mountSample {
 				v := variants[i]
@@ -134,7 +132,7 @@ func BenchmarkPolicyMount(b *testing.B) {
 				}
 				return s
 			}
-			rows = append(rows, mountRow{w.name, interleaveMount(len(variants), rounds, run)})
+			rows = append(rows, benchtab.Row[mountSample]{Name: w.name, Runs: benchtab.Interleave(len(variants), rounds, run)})
 		}
 		// The last ratio, (agent+rules / root+rules) / (agent / root),
 		// is the first net of what makes one daemon faster than the other
@@ -142,12 +140,12 @@ func BenchmarkPolicyMount(b *testing.B) {
 		// of the checks that bind the agent (LOOKUP's, which bind no one
 		// but keep every caller's denied names out of the kernel's cache,
 		// are left out).
-		ratios := [][4]int{{1, 0, -1, -1}, {1, 3, -1, -1}, {3, 2, -1, -1}, {0, 2, -1, -1}, {1, 3, 0, 2}}
+		ratios := []benchtab.Pair{benchtab.Of(1, 0), benchtab.Of(1, 3), benchtab.Of(3, 2), benchtab.Of(0, 2), {A: 1, B: 3, C: 0, D: 2}}
 		title := fmt.Sprintf("mount (computerfs mount --spec; a child as the agent or as root), %d rounds", rounds)
-		fmt.Println("\n" + mountTable(title+", CPU time of the child and the daemon", names, rows, ratios, func(s mountSample) time.Duration { return s.cpu }))
-		fmt.Println(mountTable(title+", wall time", names, rows, ratios, func(s mountSample) time.Duration { return s.wall }))
+		fmt.Println("\n" + benchtab.Table(title+", CPU time of the child and the daemon", names, rows, ratios, func(s mountSample) time.Duration { return s.cpu }))
+		fmt.Println(benchtab.Table(title+", wall time", names, rows, ratios, func(s mountSample) time.Duration { return s.wall }))
 		for i, r := range rows {
-			q := mountRatios(r.runs, 1, 0, func(s mountSample) time.Duration { return s.cpu })
+			q := benchtab.Ratios(r.Runs, benchtab.Of(1, 0), func(s mountSample) time.Duration { return s.cpu })
 			b.ReportMetric(q[len(q)/2], fmt.Sprintf("rules/none-cpu-%d", i))
 		}
 	}
@@ -185,83 +183,3 @@ func daemonCPU(b *testing.B, pid int) time.Duration {
 
 // mountSample is one timed run.
 type mountSample struct{ wall, cpu time.Duration }
-
-// mountRow is one workload's runs: runs[round][variant].
-type mountRow struct {
-	name string
-	runs [][]mountSample
-}
-
-// interleaveMount runs each of n variants once per round, starting each
-// round one variant later, after an untimed warm-up round.
-func interleaveMount(n, rounds int, run func(v int) mountSample) [][]mountSample {
-	for v := range n {
-		run(v)
-	}
-	runs := make([][]mountSample, rounds)
-	for r := range runs {
-		runs[r] = make([]mountSample, n)
-		for i := range n {
-			v := (r + i) % n
-			runs[r][v] = run(v)
-		}
-	}
-	return runs
-}
-
-// mountRatios are the sorted ratios of variant a's to b's metric, round
-// by round.
-func mountRatios(runs [][]mountSample, a, b int, metric func(mountSample) time.Duration) []float64 {
-	return mountRatios2(runs, [4]int{a, b, -1, -1}, metric)
-}
-
-// mountRatios2 are the sorted ratios (r[0]/r[1]) / (r[2]/r[3]) of the
-// variants' metric (r[0]/r[1] if r[2] < 0), round by round.
-func mountRatios2(runs [][]mountSample, r [4]int, metric func(mountSample) time.Duration) []float64 {
-	q := make([]float64, len(runs))
-	for i, rr := range runs {
-		q[i] = float64(metric(rr[r[0]])) / float64(metric(rr[r[1]]))
-		if r[2] >= 0 {
-			q[i] /= float64(metric(rr[r[2]])) / float64(metric(rr[r[3]]))
-		}
-	}
-	sort.Float64s(q)
-	return q
-}
-
-// mountTable is a Markdown table: each workload's median per variant,
-// then for each of ratios (see mountRatios2) the median of the ratios of
-// the same round, [p25-p75].
-func mountTable(title string, names []string, rows []mountRow, ratios [][4]int, metric func(mountSample) time.Duration) string {
-	var t strings.Builder
-	fmt.Fprintf(&t, "%s: median per variant; ratio: median of the ratios in one round [p25-p75]\n\n| workload |", title)
-	for _, n := range names {
-		fmt.Fprintf(&t, " %s |", n)
-	}
-	for _, r := range ratios {
-		if r[2] >= 0 {
-			fmt.Fprintf(&t, " (%s / %s) / (%s / %s) |", names[r[0]], names[r[1]], names[r[2]], names[r[3]])
-		} else {
-			fmt.Fprintf(&t, " %s / %s |", names[r[0]], names[r[1]])
-		}
-	}
-	t.WriteString("\n|---|" + strings.Repeat("---:|", len(names)+len(ratios)) + "\n")
-	for _, row := range rows {
-		fmt.Fprintf(&t, "| %s |", row.name)
-		for v := range names {
-			d := make([]time.Duration, len(row.runs))
-			for r := range row.runs {
-				d[r] = metric(row.runs[r][v])
-			}
-			slices.Sort(d)
-			fmt.Fprintf(&t, " %v |", d[len(d)/2].Round(10*time.Microsecond))
-		}
-		for _, r := range ratios {
-			q := mountRatios2(row.runs, r, metric)
-			n := len(q)
-			fmt.Fprintf(&t, " %.3f [%.2f-%.2f] |", q[n/2], q[n/4], q[(3*n)/4])
-		}
-		t.WriteString("\n")
-	}
-	return t.String()
-}

@@ -3,12 +3,11 @@ package shell
 import (
 	"errors"
 	"fmt"
+	"github.com/computerfs/computerfs/internal/benchtab"
 	"io/fs"
 	"os"
 	"path"
 	"runtime"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -299,7 +298,7 @@ func BenchmarkPolicyFastPath(b *testing.B) {
 	}
 	rounds := benchRounds(b, 31)
 	for b.Loop() {
-		var rows []benchRow
+		var rows []benchtab.Row[benchSample]
 		for _, w := range workloads {
 			run := func(v int) benchSample {
 				runtime.GC() // the garbage of the run before is not this one's
@@ -316,14 +315,14 @@ func BenchmarkPolicyFastPath(b *testing.B) {
 				}
 				return s
 			}
-			rows = append(rows, benchRow{w.name, interleave(len(names), rounds, run)})
+			rows = append(rows, benchtab.Row[benchSample]{Name: w.name, Runs: benchtab.Interleave(len(names), rounds, run)})
 		}
-		ratios := [][2]int{{1, 0}, {3, 2}, {2, 0}, {3, 0}}
+		ratios := []benchtab.Pair{benchtab.Of(1, 0), benchtab.Of(3, 2), benchtab.Of(2, 0), benchtab.Of(3, 0)}
 		title := fmt.Sprintf("fast path (in-process shell), %d rounds", rounds)
-		fmt.Println("\n" + benchTable(title+", CPU time", names, rows, ratios, benchCPU))
-		fmt.Println(benchTable(title+", wall time", names, rows, ratios, benchWall))
+		fmt.Println("\n" + benchtab.Table(title+", CPU time", names, rows, ratios, benchCPU))
+		fmt.Println(benchtab.Table(title+", wall time", names, rows, ratios, benchWall))
 		for i, r := range rows {
-			q := pairRatios(r.runs, 3, 2, benchCPU)
+			q := benchtab.Ratios(r.Runs, benchtab.Of(3, 2), benchCPU)
 			b.ReportMetric(q[len(q)/2], fmt.Sprintf("rules/none-cpu-%d", i))
 		}
 	}
@@ -344,82 +343,10 @@ type benchSample struct{ wall, cpu time.Duration }
 func benchCPU(s benchSample) time.Duration  { return s.cpu }
 func benchWall(s benchSample) time.Duration { return s.wall }
 
-// benchRow is one workload's runs: runs[round][variant].
-type benchRow struct {
-	name string
-	runs [][]benchSample
-}
-
 // benchRounds is BENCH_POLICY_ROUNDS, or def.
 func benchRounds(b *testing.B, def int) int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_POLICY_ROUNDS")); err == nil && n > 0 {
 		return n
 	}
 	return def
-}
-
-// interleave runs each of n variants once per round, starting each round
-// one variant later, after one untimed warm-up round: runs[round][variant].
-func interleave(n, rounds int, run func(v int) benchSample) [][]benchSample {
-	for v := range n {
-		run(v)
-	}
-	runs := make([][]benchSample, rounds)
-	for r := range runs {
-		runs[r] = make([]benchSample, n)
-		for i := range n {
-			v := (r + i) % n
-			runs[r][v] = run(v)
-		}
-	}
-	return runs
-}
-
-// pairRatios are the sorted ratios of variant a's to b's metric, round by
-// round.
-func pairRatios(runs [][]benchSample, a, b int, metric func(benchSample) time.Duration) []float64 {
-	q := make([]float64, len(runs))
-	for r, rr := range runs {
-		q[r] = float64(metric(rr[a])) / float64(metric(rr[b]))
-	}
-	sort.Float64s(q)
-	return q
-}
-
-// medianOf is the median of variant v's metric.
-func medianOf(runs [][]benchSample, v int, metric func(benchSample) time.Duration) time.Duration {
-	d := make([]time.Duration, len(runs))
-	for r := range runs {
-		d[r] = metric(runs[r][v])
-	}
-	slices.Sort(d)
-	return d[len(d)/2]
-}
-
-// benchTable is a Markdown table: each workload's median per variant, then
-// for each pair {a, b} of ratios the median of the ratios a/b of the same
-// round, [p25-p75].
-func benchTable(title string, names []string, rows []benchRow, ratios [][2]int, metric func(benchSample) time.Duration) string {
-	var t strings.Builder
-	fmt.Fprintf(&t, "%s: median per variant; ratio: median of the ratios in one round [p25-p75]\n\n| workload |", title)
-	for _, n := range names {
-		fmt.Fprintf(&t, " %s |", n)
-	}
-	for _, r := range ratios {
-		fmt.Fprintf(&t, " %s / %s |", names[r[0]], names[r[1]])
-	}
-	t.WriteString("\n|---|" + strings.Repeat("---:|", len(names)+len(ratios)) + "\n")
-	for _, row := range rows {
-		fmt.Fprintf(&t, "| %s |", row.name)
-		for v := range names {
-			fmt.Fprintf(&t, " %v |", medianOf(row.runs, v, metric).Round(10*time.Microsecond))
-		}
-		for _, r := range ratios {
-			q := pairRatios(row.runs, r[0], r[1], metric)
-			n := len(q)
-			fmt.Fprintf(&t, " %.3f [%.2f-%.2f] |", q[n/2], q[n/4], q[(3*n)/4])
-		}
-		t.WriteString("\n")
-	}
-	return t.String()
 }
