@@ -151,13 +151,7 @@ func TestJournalCountsInQuota(t *testing.T) {
 	}
 	for _, v := range variants {
 		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
-			dir := t.TempDir() + "/store"
-			opts := quietOptions()
-			opts.Quota = quota
-			s, err := Open(dir, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := openQuota(t, quota)
 			defer func() { s.Close() }()
 			e := &env{s: s, dirs: deepTree(t, s, 400)}
 			e.deep, e.parent = e.dirs[len(e.dirs)-1], e.dirs[len(e.dirs)-2]
@@ -255,7 +249,10 @@ func TestJournalCountsInQuota(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if s, err = Open(dir, opts); err != nil {
+			opts := quietOptions()
+			opts.Quota = quota
+			var err error
+			if s, err = Open(s.Dir(), opts); err != nil {
 				t.Fatal(err)
 			}
 			if got := s.UsageDetail(); got != u {
@@ -280,13 +277,8 @@ func TestJournalCountsInQuota(t *testing.T) {
 // truncate that frees less than even that record is refused.
 func TestRemovalsAlwaysWork(t *testing.T) {
 	const quota = 2 << 20
-	opts := quietOptions()
-	opts.Quota = quota
-	s, err := Open(t.TempDir()+"/store", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openQuota(t, quota)
+	defer func() { s.Close() }()
 	dirs := deepTree(t, s, 200)
 	deep := dirs[len(dirs)-1]
 	f := mkfile(t, s, deep, "f")
@@ -388,13 +380,8 @@ func TestJournalCountMigrates(t *testing.T) {
 // a call that ran is always rewritten.
 func TestAuditCountsInQuota(t *testing.T) {
 	const quota = 1 << 20
-	opts := quietOptions()
-	opts.Quota = quota
-	s, err := Open(t.TempDir()+"/store", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openQuota(t, quota)
+	defer func() { s.Close() }()
 	args := strings.Repeat("a", 2000)
 	var last *AuditRecord
 	n := 0
@@ -442,4 +429,16 @@ func TestRecordStringCut(t *testing.T) {
 			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
+}
+
+// openQuota opens a new store with a quota of quota bytes.
+func openQuota(t *testing.T, quota int64) *Store {
+	t.Helper()
+	opts := quietOptions()
+	opts.Quota = quota
+	s, err := Open(t.TempDir()+"/store", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
