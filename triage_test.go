@@ -69,10 +69,11 @@ sources:
 			case "ts":
 				first, second = triageWithTypeScriptSDK(t, bin, m.Dir, summary)
 			}
+			// The second run said "(cached)" (the build cache volume);
+			// its time is the sandbox's start and the daemon's, which a
+			// loaded machine or a race build stretches: logged, not
+			// asserted (docs/sandbox.md has the figures).
 			t.Logf("%s: go test in the sandbox after the fix %v, again %v (cached)", client, first, second)
-			if second*2 > first {
-				t.Errorf("the second go test (%v) is not from the cache: the first took %v", second, first)
-			}
 
 			if out, err := exec.Command(bin, "sync", "-w", m.Dir).CombinedOutput(); err != nil {
 				t.Fatalf("computerfs sync: %v\n%s", err, out)
