@@ -408,15 +408,16 @@ func TestFullDiskAfterFlush(t *testing.T) {
 	for i := range rounds {
 		// A compaction that wrote while the disk was full made the
 		// store low on space: it takes data again once it has looked.
-		var err error
-		for try := 0; try == 0 || errors.Is(err, ErrNoSpace) && try < 1000; try++ {
-			if try > 0 {
-				time.Sleep(10 * time.Millisecond)
-			}
-			var a Attr
-			if a, err = s.Create(RootIno, "f"+strconv.Itoa(i), NewInode{Mode: S_IFREG | 0o644}); err == nil {
-				_, err = s.Write(a.Ino, 0, []byte(strconv.Itoa(i)))
-			}
+		var a Attr
+		err := retryNoSpace(func() (err error) {
+			a, err = s.Create(RootIno, "f"+strconv.Itoa(i), NewInode{Mode: S_IFREG | 0o644})
+			return err
+		})
+		if err == nil {
+			err = retryNoSpace(func() error {
+				_, err := s.Write(a.Ino, 0, []byte(strconv.Itoa(i)))
+				return err
+			})
 		}
 		if err != nil {
 			t.Fatalf("round %d: %v", i, err)
@@ -452,6 +453,17 @@ func TestFullDiskAfterFlush(t *testing.T) {
 			t.Fatalf("f%d after a reopen: %q %v", i, buf[:n], err)
 		}
 	}
+}
+
+// retryNoSpace calls f until it does not fail with ErrNoSpace (for
+// 10 s at most).
+func retryNoSpace(f func() error) error {
+	err := f()
+	for try := 0; errors.Is(err, ErrNoSpace) && try < 1000; try++ {
+		time.Sleep(10 * time.Millisecond)
+		err = f()
+	}
+	return err
 }
 
 // tableHookFS calls closed each time a table file Pebble wrote is closed.
