@@ -755,6 +755,12 @@ func (s *guardSite) bound(env expand.Environ, g *guardTable) (total, assigned in
 		total = satAdd(total, satAdd(sat(b, 2), sat(f, fieldCost)))
 		if it.assign != "" {
 			assigned = satAdd(assigned, b)
+			if it.fields {
+				// an array's elements are held, with what splitting
+				// them costs, until the whole assignment is made: the
+				// guards of the elements after see them (p.each)
+				assigned = satAdd(assigned, sat(f, fieldCost))
+			}
 			if it.add {
 				z.set(it.assign, satAdd(z.varSize(it.assign), b))
 			} else {
