@@ -81,7 +81,7 @@ func isGlobMeta(c byte) bool { return c == '*' || c == '?' || c == '[' }
 // textStats is what text contributes unquoted to a pattern; for a glob
 // word (ifs set), the most of any one field of it.
 func textStats(s string, ifs *[256]bool) patStats {
-	var whole, field, most patStats
+	var field, most patStats
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if ifs != nil && ifs[c] {
@@ -98,8 +98,7 @@ func textStats(s string, ifs *[256]bool) patStats {
 		}
 	}
 	if ifs == nil {
-		whole = field
-		return whole
+		return field
 	}
 	return maxStats(most, field)
 }
@@ -312,7 +311,7 @@ func (z *sizer) paramPattern(p *syntax.ParamExp, quoted bool, ifs *[256]bool) pa
 	switch {
 	case name == "@" || name == "*" || name != "" && name[0] >= '0' && name[0] <= '9':
 		// the arguments: as much as the most any command was given
-		return patStats{bytes: b, groups: g(z).argGroups.Load(), meta: true}
+		return patStats{bytes: b, groups: z.table.argGroups.Load(), meta: true}
 	case p.Excl || p.Names != 0:
 		// any variable: as much as the most of any
 		var st patStats
@@ -353,9 +352,6 @@ func (z *sizer) paramPattern(p *syntax.ParamExp, quoted bool, ifs *[256]bool) pa
 	}
 	return st
 }
-
-// g is the guard table a sizer works for.
-func g(z *sizer) *guardTable { return z.table }
 
 // patterns reports what of the site's patterns is over the limits, or "".
 func (s *guardSite) patterns(env expand.Environ, g *guardTable) string {
