@@ -13,7 +13,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/computerfs/computerfs/internal/agentid"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/sandbox"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
 )
@@ -31,15 +33,24 @@ func (a Agent) String() string { return fmt.Sprintf("%d:%d", a.UID, a.GID) }
 func (a Agent) owner() wsfs.Owner { return wsfs.Owner{UID: a.UID, GID: a.GID} }
 
 // The range agent identities are allocated from: uid and gid
-// AgentBase+N for the Nth workspace, N < AgentCount. It lies in the
-// block systemd leaves unused (1879048192-2147352575: above regular and
-// dynamic users, the 100000-165535 of the sandbox's other ids and
-// systemd-nspawn's container ranges, below 2^31), and ids that the host's
-// user or group database knows are skipped.
+// AgentBase+N for the Nth workspace, N < AgentCount (see
+// internal/agentid), skipping ids that the host's user or group database
+// knows.
 const (
-	AgentBase  = 0x70000000 // 1879048192
-	AgentCount = 1 << 16
+	AgentBase  = agentid.Base // 1879048192
+	AgentCount = agentid.Count
 )
+
+// sandboxIDs is the id block of the agent's sandboxes: its own for an
+// agent allocated from the range (agentid.SandboxBlock), the shared one
+// (sandbox.SharedIDs) for one named by the spec or a flag.
+func (a Agent) sandboxIDs() sandbox.IDs {
+	base, n, ok := agentid.SandboxBlock(a.UID)
+	if !ok {
+		return sandbox.SharedIDs
+	}
+	return sandbox.IDs{Base: base, Count: n}
+}
 
 // DefaultAgentsDir is the host-wide registry of allocated agent
 // identities: one file per uid, named by it, holding the store directory

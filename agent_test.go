@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/internal/agentid"
 	"github.com/computerfs/computerfs/internal/testmount"
 	"github.com/computerfs/computerfs/kv"
 )
@@ -522,4 +523,57 @@ func startedProcesses(t *testing.T, m *testmount.Mount, max int) int {
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	t.Logf("%+v: %d processes started", res, n)
 	return n
+}
+
+// Each workspace's sandboxes have an id block of their own: their uid and
+// gid maps hold the workspace's agent and its block alone, two
+// workspaces' maps share no host id, and none holds host root or the
+// shared 100000-165535.
+func TestSandboxIDBlockPerWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	type span struct{ lo, hi uint64 }
+	var all [][]span
+	for _, name := range []string{"a", "b"} {
+		m := testmount.Start(t, filepath.Join(dir, name))
+		a := statusOf(t, m.Dir).Agent
+		out := mustExec(t, m, "sandbox", "cat /proc/self/uid_map /proc/self/gid_map; id -u; touch f; stat -c %u:%g f")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if n := len(lines); n < 4 || lines[n-2] != "1000" || lines[n-1] != "1000:1000" {
+			t.Fatalf("%s: %q", name, out)
+		}
+		wantAgentOwns(t, m, a, "sandbox", "f")
+		base, count, ok := agentid.SandboxBlock(a.UID)
+		if !ok {
+			t.Fatalf("agent %s has no block", a)
+		}
+		var spans []span
+		agentSeen := 0
+		for _, l := range lines[:len(lines)-2] {
+			f := strings.Fields(l)
+			host, err1 := strconv.ParseUint(f[1], 10, 32)
+			size, err2 := strconv.ParseUint(f[2], 10, 32)
+			if len(f) != 3 || err1 != nil || err2 != nil {
+				t.Fatalf("%s: map line %q", name, l)
+			}
+			switch {
+			case host == uint64(a.UID) && size == 1 && f[0] == "1000":
+				agentSeen++
+			case host >= uint64(base) && host+size <= uint64(base+count):
+			default:
+				t.Fatalf("%s: map line %q is neither the agent %s nor the block %d+%d:\n%s", name, l, a, base, count, out)
+			}
+			spans = append(spans, span{host, host + size})
+		}
+		if agentSeen != 2 {
+			t.Fatalf("%s: the agent is mapped %d times:\n%s", name, agentSeen, out)
+		}
+		all = append(all, spans)
+	}
+	for _, x := range all[0] {
+		for _, y := range all[1] {
+			if x.lo < y.hi && y.lo < x.hi {
+				t.Fatalf("the two workspaces' sandboxes share host ids: %v and %v", x, y)
+			}
+		}
+	}
 }

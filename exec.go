@@ -333,6 +333,9 @@ func (s *workspaceSandbox) options() sandbox.Options {
 	o := s.sb.Base
 	if o.User == nil {
 		o.User, o.HostUser = agentUser(s.agent)
+		if o.HostUser != nil {
+			o.IDs = s.agent.sandboxIDs()
+		}
 		// The cache volume is the agent's: only the agent gets it.
 		o.Cache = s.cacheDir()
 	}

@@ -31,14 +31,18 @@ func agentRules(sp *spec.Spec, a Agent) *fs.AgentRules {
 }
 
 // isAgentUID tells whether a host uid making a request on the mount is the
-// agent's: the workspace's agent identity (what the sandbox runs as), or
-// any other uid the sandbox maps (host 100000 to 165535: the ids a program
-// in it could reach by some other means than its own user). Root and the
-// host's other users are not bound. This is the one place that decides.
+// agent's: the workspace's agent identity (what the sandbox runs as), any
+// other id of its sandboxes' block (the ids a program in it could reach by
+// some other means than its own user), or of the block every sandbox
+// without one of its own shares (100000 to 165535). Root and the host's
+// other users are not bound. This is the one place that decides.
 func isAgentUID(a Agent, uid uint32) bool {
 	if uid == a.UID {
 		return true
 	}
-	_, ok := sandbox.InsideID(uid)
+	if _, ok := a.sandboxIDs().Inside(uid); ok {
+		return true
+	}
+	_, ok := sandbox.SharedIDs.Inside(uid)
 	return ok
 }

@@ -6,10 +6,11 @@
 // (by default) network namespaces; the host's userland read-only as the
 // root file system (or an unpacked root file system); a fresh tmpfs /tmp,
 // a private /dev and a new /proc with runc's masked and read-only paths;
-// an unprivileged user whose ids map to 100000 and up on the host; no new
-// privileges, no capabilities, the default seccomp profile of
-// moby/profiles (with the seccomp build tag) and a cgroup with the device
-// rules and the limits asked for.
+// an unprivileged user (the workspace's agent on the host, or a host id of
+// the sandbox's id block: see IDs, a block per workspace or the shared
+// 100000-165535); no new privileges, no capabilities, the default seccomp
+// profile of moby/profiles (with the seccomp build tag) and a cgroup with
+// the device rules and the limits asked for.
 //
 // Programs that use this package must call Init first thing in main (and
 // in TestMain): libcontainer re-executes the binary to set up a container,

@@ -132,3 +132,46 @@ func TestMountsUnderBindsRefused(t *testing.T) {
 		t.Fatalf("workspace with a mount under it:\n%v", o)
 	}
 }
+
+// A sandbox with an id block of its own maps its root, system users and
+// nobody there and the user to the host user: both kinds of sandbox work
+// (root inside writes /tmp, the user the workspace) and their maps say
+// exactly that.
+func TestIDBlock(t *testing.T) {
+	ws, agent := agentWorkspace(t)
+	block := sandbox.IDs{Base: 0x71000000 + 7*2048, Count: 2048}
+	b := strconv.FormatUint(uint64(block.Base), 10)
+	a := strconv.FormatUint(uint64(agent.UID), 10)
+	for _, c := range []struct {
+		user *sandbox.User
+		host *sandbox.User
+		cmd  string
+		want []string // the uid map, then the output
+	}{
+		{nil, &agent, "touch /workspace/block-agent && touch /tmp/t && stat -c %u /tmp/t /workspace/block-agent",
+			[]string{"0 " + b + " 1000", "1000 " + a + " 1", "1001 " + strconv.FormatUint(uint64(block.Base+1001), 10) + " 1046",
+				"65534 " + strconv.FormatUint(uint64(block.Base+2047), 10) + " 1", "1000", "1000"}},
+		{&sandbox.User{}, nil, "touch /tmp/r && stat -c %u /tmp/r /tmp && ! touch /workspace/block-root 2>/dev/null",
+			[]string{"0 " + b + " 2047", "65534 " + strconv.FormatUint(uint64(block.Base+2047), 10) + " 1", "0", "0"}},
+	} {
+		o := run(t, sandbox.Options{Workspace: ws, User: c.user, HostUser: c.host, IDs: block, Cwd: "/tmp",
+			Args: []string{"/bin/sh", "-c", "cat /proc/self/uid_map && " + c.cmd}})
+		if o.err != nil || o.res.ExitCode != 0 {
+			t.Fatalf("%v:\n%v", c.user, o)
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+			got = append(got, strings.Join(strings.Fields(l), " "))
+		}
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Fatalf("%v: got\n%s\nwant\n%s", c.user, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(ws, "block-agent"), &st); err != nil || st.Uid != agent.UID {
+		t.Fatalf("the agent's file: %v, owner %d", err, st.Uid)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "block-root")); err == nil {
+		t.Fatal("the block's root wrote the agent's workspace")
+	}
+}

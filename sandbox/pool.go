@@ -17,7 +17,7 @@ import (
 // PoolOptions configure a Pool.
 type PoolOptions struct {
 	// Options fix the sandboxes of the pool: Workspace, Cache, Rootfs, User, HostUser,
-	// Network, Limits.Memory, Limits.Pids, Limits.CPU, Hostname,
+	// IDs, Network, Limits.Memory, Limits.Pids, Limits.CPU, Hostname,
 	// NoSeccomp and StateDir. Its other fields are ignored.
 	Options Options
 	// Size is how many sandboxes wait for a command (1 if 0).
@@ -141,7 +141,7 @@ func (p *Pool) fits(o *Options) bool {
 		return h
 	}
 	return o.Workspace == b.Workspace && o.Cache == b.Cache && o.Rootfs == b.Rootfs &&
-		user(o.User) == user(b.User) && sameHostUser(o.HostUser, b.HostUser) && o.Network == b.Network &&
+		user(o.User) == user(b.User) && sameHostUser(o.HostUser, b.HostUser) && o.IDs.or() == b.IDs.or() && o.Network == b.Network &&
 		o.Limits.Memory == b.Limits.Memory && o.Limits.Pids == b.Limits.Pids && o.Limits.CPU == b.Limits.CPU &&
 		host(o.Hostname) == host(b.Hostname) && o.NoSeccomp == b.NoSeccomp &&
 		filepath.Clean(o.StateDir) == filepath.Clean(b.StateDir) && o.GitConfig == b.GitConfig && maps.Equal(o.GitConfigIncludes, b.GitConfigIncludes)

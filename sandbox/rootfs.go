@@ -121,11 +121,11 @@ func checkRootfs(dir string, workspace, cache bool) error {
 		return fmt.Errorf("sandbox: rootfs %s: not a directory", dir)
 	}
 	if fi.Mode().Perm()&0o005 != 0o005 {
-		return fmt.Errorf("sandbox: rootfs %s: the sandbox's users (host uid %d and up) cannot read it (mode %v)", dir, hostIDBase, fi.Mode().Perm())
+		return fmt.Errorf("sandbox: rootfs %s: the sandbox's users (host ids other than root's) cannot read it (mode %v)", dir, fi.Mode().Perm())
 	}
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("sandbox: rootfs %s: the sandbox's users (host uid %d and up) cannot reach it: %s has mode %v", dir, hostIDBase, p, fi.Mode().Perm())
+			return fmt.Errorf("sandbox: rootfs %s: the sandbox's users (host ids other than root's) cannot reach it: %s has mode %v", dir, p, fi.Mode().Perm())
 		}
 		if p == "/" {
 			break

@@ -33,8 +33,9 @@ const (
 	NetworkHost Network = "host"
 )
 
-// User is a user and group inside the sandbox. Inside ids 0 to 65535 are
-// host ids 100000 to 165535: root inside is not root outside.
+// User is a user and group inside the sandbox. Inside ids are host ids of
+// the sandbox's block (Options.IDs; by default inside ids 0 to 65535 are
+// host ids 100000 to 165535): root inside is not root outside.
 type User struct {
 	UID, GID uint32
 }
@@ -93,10 +94,14 @@ type Options struct {
 	// HostUser, if set, is the host uid and gid that User is: the
 	// workspace's agent identity, so that what the program writes
 	// belongs to it. The user namespace then maps User's ids to these
-	// alone, and every other inside id N to host id 100000+N as without
-	// it (inside root is host 100000, which owns nothing of a workspace).
-	// nil: inside id N is host id 100000+N for every id. Never host root.
+	// alone, and every other inside id as IDs says (inside root is a
+	// host id that owns nothing of a workspace). nil: every inside id is
+	// as IDs says. Never host root.
 	HostUser *User
+	// IDs is the block of host ids the sandbox's other users are; the
+	// zero value is SharedIDs, which every sandbox without one of its own
+	// shares. A workspace's sandboxes get a block of their own.
+	IDs IDs
 	// Cache is a host directory that appears read-write at CacheDir,
 	// where the caches' variables point (see Env): build and package
 	// caches that outlive the sandbox. Empty: none, and the caches are
@@ -580,17 +585,21 @@ func (r *run) cleanup() {
 	}
 }
 
-// checkHostUser refuses a host user the user namespace cannot map as
-// asked: root, or an id of the shared range other than the one User has
-// there anyway.
+// checkHostUser refuses an id block or a host user the user namespace
+// cannot map as asked: root, or an id of the block other than the one
+// User has there anyway.
 func (r *run) checkHostUser() error {
+	b := r.opts.IDs
+	if err := b.check(); err != nil {
+		return err
+	}
 	h := r.opts.HostUser
 	if h == nil {
 		return nil
 	}
 	u := r.user()
-	if u.UID >= idCount || u.GID >= idCount {
-		return fmt.Errorf("sandbox: user %d:%d: inside ids go up to %d", u.UID, u.GID, idCount-1)
+	if u.UID >= SharedIDs.Count || u.GID >= SharedIDs.Count {
+		return fmt.Errorf("sandbox: user %d:%d: inside ids go up to %d", u.UID, u.GID, SharedIDs.Count-1)
 	}
 	for _, c := range []struct {
 		what         string
@@ -599,8 +608,8 @@ func (r *run) checkHostUser() error {
 		if c.host == 0 {
 			return fmt.Errorf("sandbox: host %s 0: the sandbox never runs as host root", c.what)
 		}
-		if in, ok := InsideID(c.host); ok && in != c.inside {
-			return fmt.Errorf("sandbox: host %s %d is inside id %d of every sandbox (host ids %d-%d): it cannot be inside id %d too", c.what, c.host, in, hostIDBase, hostIDBase+idCount-1, c.inside)
+		if in, ok := b.Inside(c.host); ok && in != c.inside {
+			return fmt.Errorf("sandbox: host %s %d is inside id %d of the sandbox's id block (host ids %v): it cannot be inside id %d too", c.what, c.host, in, b, c.inside)
 		}
 	}
 	return nil

@@ -14,12 +14,6 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// Host ids of the sandbox's users: inside id N is host id hostIDBase+N.
-const (
-	hostIDBase = 100000
-	idCount    = 65536
-)
-
 // initPids is what the pids limit allows the sandbox's pid 1 (its
 // threads, 5 here) on top of the program's limit until pid 1 has started
 // the program and moved to a pids cgroup of its own (initOutOfPids).
@@ -138,21 +132,18 @@ func (r *run) spec(rootfs string) *specs.Spec {
 	return s
 }
 
-// idMappings maps inside ids 0-65535 to host ids 100000-165535, except
-// inside, which is the host user's id (of) when there is one.
+// idMappings is the user namespace's map of one kind of id (of): the
+// sandbox's block, with the user's inside id made the host user's, when
+// there is one that the block does not give it already.
 func (r *run) idMappings(inside uint32, host *User, of func(*User) uint32) []specs.LinuxIDMapping {
-	if host == nil || of(host) == hostIDBase+inside {
-		return []specs.LinuxIDMapping{{ContainerID: 0, HostID: hostIDBase, Size: idCount}}
+	b := r.opts.IDs
+	var h uint32
+	if host != nil {
+		if same, ok := b.Host(inside); !ok || same != of(host) {
+			h = of(host)
+		}
 	}
-	var m []specs.LinuxIDMapping
-	if inside > 0 {
-		m = append(m, specs.LinuxIDMapping{ContainerID: 0, HostID: hostIDBase, Size: inside})
-	}
-	m = append(m, specs.LinuxIDMapping{ContainerID: inside, HostID: of(host), Size: 1})
-	if inside+1 < idCount {
-		m = append(m, specs.LinuxIDMapping{ContainerID: inside + 1, HostID: hostIDBase + inside + 1, Size: idCount - inside - 1})
-	}
-	return m
+	return b.maps(inside, h)
 }
 
 func (r *run) resources() *specs.LinuxResources {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/agentid"
 	"github.com/computerfs/computerfs/sandbox"
 )
 
@@ -161,6 +162,12 @@ func cmdRun(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		return 2
 	}
 	opts.HostUser = host
+	if host != nil {
+		// A computerfs agent's sandboxes have an id block of their own.
+		if base, n, ok := agentid.SandboxBlock(host.UID); ok {
+			opts.IDs = sandbox.IDs{Base: base, Count: n}
+		}
+	}
 	if opts.Limits.Pids < 0 {
 		fmt.Fprintln(stderr, "sandboxctl run: --pids must not be negative")
 		return 2
