@@ -454,9 +454,10 @@ func TestPoolLimits(t *testing.T) {
 			t.Errorf("peak memory %d, limit %d", out.res.PeakMemory, limit)
 		}
 		// The next command, in a fresh sandbox: neither the OOM kill
-		// nor the peak of the one before.
+		// nor the peak of the one before (the sandbox's pid 1, a race
+		// build of the test binary, holds some 16 MiB of its own).
 		out = poolRun(t, p, withArgs(base, "true"))
-		if out.err != nil || out.res.OOMKilled || out.res.PeakMemory > limit/4 || !out.res.Warm {
+		if out.err != nil || out.res.OOMKilled || out.res.PeakMemory > limit/2 || !out.res.Warm {
 			t.Errorf("after an OOM kill:\n%v", out)
 		}
 	})

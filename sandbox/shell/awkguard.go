@@ -216,6 +216,9 @@ func awkNatives(g *awkGuard) map[string]any {
 			return format, g.alloc(awkBuild * fmtBound(format, args))
 		},
 		awkSplitFunc: func(s, fs string) (string, error) {
+			if len(fs) > maxRegex {
+				return "", fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(fs), maxRegex)
+			}
 			if utf8.RuneCountInString(fs) > 1 {
 				if err := g.alloc(awkReBytes * int64(len(fs))); err != nil {
 					return "", err
@@ -239,6 +242,9 @@ func awkNatives(g *awkGuard) map[string]any {
 			return s, g.alloc(awkBuild * int64(len(s)))
 		},
 		awkReFunc: func(re string) (string, error) {
+			if len(re) > maxRegex {
+				return re, fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(re), maxRegex)
+			}
 			return re, g.alloc(awkReBytes * int64(len(re)))
 		},
 	}
@@ -307,6 +313,9 @@ func (g *awkGuard) countMatches(re, s string, enough func(n, total int64) bool) 
 // sub charges what sub or gsub makes of in: the unmatched text, the
 // literal replacement for each match and the match for each & in it.
 func (g *awkGuard) sub(re, repl, in string, global bool) error {
+	if len(re) > maxRegex {
+		return fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(re), maxRegex)
+	}
 	amps := int64(strings.Count(repl, "&"))
 	lit := int64(len(repl)) - amps
 	l := int64(len(in))
@@ -802,7 +811,8 @@ func (w *awkWriter) regexString(ev reflect.Value) (string, string) {
 		v := e.FieldByName("Value").String()
 		return awkQuote(v), awkRegexText(v)
 	}
-	return w.twice(ev)
+	check, re := w.twice(ev)
+	return check, awkReFunc + "(" + re + ")"
 }
 
 // lvalue returns an lvalue that evaluates its subscript (goawk

@@ -75,6 +75,19 @@ operands:
 		}
 		progSrc, args = args[0], args[1:]
 	}
+	// FS and RS are regular expressions that goawk compiles as it starts.
+	for _, v := range append(append([]string{"FS=" + fs}, vars...), args...) {
+		if k, val, ok := strings.Cut(v, "="); ok && (k == "FS" || k == "RS") && len(val) > maxRegex {
+			c.errorf("%v: %s of %d bytes, over the fast path's limit of %d", errRegexTooBig, k, len(val), maxRegex)
+			return 2
+		}
+	}
+	if len(progSrc) > maxRegex {
+		// its regular expressions are compiled at the parse, which
+		// cannot be stopped (see maxRegex)
+		c.errorf("program of %d bytes: over the fast path's limit of %d", len(progSrc), maxRegex)
+		return 2
+	}
 	if tooNested(progSrc) {
 		c.errorf("program nests deeper than the fast path's limit of %d levels", maxNesting)
 		return 2
@@ -276,7 +289,8 @@ func cmdJq(c *cmd) int {
 	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
 		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(args[0], args[1]) }),
 		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(args[0], args[1]) }),
-		gojq.WithFunction(jqMatchGuard, 0, 0, jqMatchCheck))
+		gojq.WithFunction(jqMatchGuard, 0, 0, jqMatchCheck),
+		gojq.WithFunction(jqRegexGuard, 1, 1, jqRegexCheck))
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
@@ -542,13 +556,21 @@ func jqBoundMul(q *gojq.Query) {
 			for _, a := range t.Func.Args {
 				walkQ(a)
 			}
-			if jqMatchFuncs[t.Func.Name] || t.Func.Name == "split" && len(t.Func.Args) == 2 {
+			global := jqMatchFuncs[t.Func.Name] || t.Func.Name == "split" && len(t.Func.Args) == 2
+			if global || t.Func.Name == "test" && len(t.Func.Args) > 0 {
 				call := *t
-				*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{
-					Left:  &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMatchGuard}}},
-					Op:    gojq.OpPipe,
-					Right: &gojq.Query{Term: &call},
-				}}
+				var guards []*gojq.Query
+				if global {
+					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMatchGuard}}})
+				}
+				if len(call.Func.Args) > 0 {
+					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqRegexGuard, Args: call.Func.Args[:1]}}})
+				}
+				right := &gojq.Query{Term: &call}
+				for i := len(guards) - 1; i >= 0; i-- {
+					right = &gojq.Query{Left: guards[i], Op: gojq.OpPipe, Right: right}
+				}
+				*t = gojq.Term{Type: gojq.TermTypeQuery, Query: right}
 				return
 			}
 		}
@@ -696,6 +718,18 @@ const jqMatchGuard = "_computerfs_match_guard"
 const jqMatchLimit = 256 << 10
 
 var jqMatchFuncs = map[string]bool{"match": true, "capture": true, "scan": true, "splits": true, "sub": true, "gsub": true, "_match": true}
+
+// jqRegexGuard(re) is called before the jq functions that compile a
+// regular expression: gojq compiles it without a look at the call's end
+// (see maxRegex).
+const jqRegexGuard = "_computerfs_regex_guard"
+
+func jqRegexCheck(v any, args []any) any {
+	if re, ok := args[0].(string); ok && len(re) > maxRegex {
+		return fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(re), maxRegex)
+	}
+	return v
+}
 
 func jqMatchCheck(v any, _ []any) any {
 	if s, ok := v.(string); ok && len(s) > jqMatchLimit {

@@ -407,7 +407,7 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 			syntax.Walk(x.X, func(m syntax.Node) bool {
 				if b, ok := m.(*syntax.BinaryTest); ok {
 					switch b.Op {
-					case syntax.TsMatch, syntax.TsMatchShort, syntax.TsNoMatch:
+					case syntax.TsMatch, syntax.TsMatchShort, syntax.TsNoMatch, syntax.TsReMatch:
 						if w, ok := b.Y.(*syntax.Word); ok {
 							patterns[w] = true
 						}

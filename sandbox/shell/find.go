@@ -366,7 +366,7 @@ func pathGlob(pat, s string) bool {
 		}
 	}
 	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
+	re, err := compileGo(b.String())
 	return err == nil && re.MatchString(s)
 }
 

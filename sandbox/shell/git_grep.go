@@ -78,7 +78,7 @@ func gitGrep(g *gitCmd) int {
 	if a.has("--ignore-case") {
 		expr = "(?i)" + expr
 	}
-	re, err := regexp.Compile(expr)
+	re, err := compileGo(expr)
 	if err != nil {
 		return g.fatal("command line: %v", err)
 	}

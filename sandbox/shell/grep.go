@@ -132,7 +132,7 @@ func compileRE(re string, extended, fold bool) (*regexp.Regexp, error) {
 	if fold {
 		t = "(?i)" + t
 	}
-	r, err := regexp.Compile(t)
+	r, err := compileGo(t)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func cmdGrep(c *cmd) int {
 		if g.fold {
 			expr = "(?i)" + expr
 		}
-		re, err := regexp.Compile(expr)
+		re, err := compileGo(expr)
 		if err != nil {
 			c.errorf("%v", err)
 			return 2

@@ -209,7 +209,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		max = DefaultMaxOutput
 	}
 	lw := &limitWriter{max: max}
-	outW, errW := lw.writer(stdout), lw.writer(stderr)
+	outW, errW := lw.writer(stdout), &limitedStream{lw: lw, w: stderr, stderr: true}
 
 	maxMem := opts.MaxMemory
 	if maxMem == 0 {
@@ -261,6 +261,7 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		defer c2()
 	}
 	lw.onFull = func() { cancel(errOutputLimit) }
+	lw.stopped = func() bool { return ctx.Err() != nil }
 	mem := newBudget(maxMem, func() { cancel(errMemoryLimit) })
 	if maxMem > 0 {
 		mem.guards.guardStatements(file)
@@ -492,20 +493,34 @@ func rewriteSpecial(f syntax.Node) {
 // limitWriter counts what the script writes to stdout and stderr
 // together, and cuts it at max bytes.
 type limitWriter struct {
-	mu     sync.Mutex
-	max    int64
-	n      int64
-	cut    bool
-	closed bool
-	onFull func()
+	mu      sync.Mutex
+	max     int64
+	n       int64
+	cut     bool
+	closed  bool
+	onFull  func()
+	stopped func() bool // whether the call is being stopped
 }
 
 type limitedStream struct {
-	lw *limitWriter
-	w  io.Writer
+	lw     *limitWriter
+	w      io.Writer
+	stderr bool
 }
 
-func (lw *limitWriter) writer(w io.Writer) io.Writer { return &limitedStream{lw, w} }
+// stopNoise are the lines that the interpreter prints for the error that
+// stops a call (an expansion's or a handler's) in every statement the stop
+// reaches: once the call is being stopped, stderr drops them, and the
+// call's own message says what stopped it.
+var stopNoise = func() map[string]bool {
+	m := map[string]bool{}
+	for _, err := range []error{errOutputLimit, errMemoryLimit, errPatternLimit, errCommandLimit, errNesting, errCallEnded, context.Canceled, context.DeadlineExceeded} {
+		m[err.Error()+"\n"] = true
+	}
+	return m
+}()
+
+func (lw *limitWriter) writer(w io.Writer) io.Writer { return &limitedStream{lw: lw, w: w} }
 
 func (lw *limitWriter) truncated() bool {
 	lw.mu.Lock()
@@ -525,6 +540,9 @@ func (s *limitedStream) Write(p []byte) (int, error) {
 	defer lw.mu.Unlock()
 	if lw.closed || lw.cut {
 		return 0, errOutputLimit
+	}
+	if s.stderr && lw.stopped != nil && len(p) < 128 && stopNoise[string(p)] && lw.stopped() {
+		return len(p), nil
 	}
 	if lw.max > 0 && lw.n+int64(len(p)) > lw.max {
 		keep := lw.max - lw.n
