@@ -1,6 +1,1 @@
 package shell
-
-func init() {
-	register(cmdAwk, "awk", "gawk", "mawk", "nawk")
-	register(cmdJq, "jq")
-}

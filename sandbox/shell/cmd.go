@@ -33,21 +33,76 @@ type cmd struct {
 
 type cmdFunc func(c *cmd) int
 
-// builtins are the commands of the fast path, besides the interpreter's
-// own (echo, printf, test, cd, pwd, true, false, read...).
-var builtins map[string]cmdFunc
+// A command is one built-in program of the fast path, as its file
+// (cmd_<name>.go) registers it. The same descriptor runs it and routes it:
+// CanRun sends a command line that run would not take as the real tool
+// does to the sandbox, and a test walks the table to check that every
+// option a command does not implement is routed so.
+type command struct {
+	names []string // the name and its aliases (grep, egrep, fgrep)
+	run   cmdFunc
+	// opts are the options run implements, in parseOpts' notation:
+	// shorts like "n:c:qv" and longs like "lines=", "follow?" or
+	// "quiet". c.flags parses with them; CanRun routes a command line
+	// with any other option, or that they do not parse, to the sandbox.
+	// A command that parses its own arguments lists what it takes here
+	// too (for the test) and says how in check.
+	opts optSpec
+	// ownArgs: run parses its arguments itself (seq's negative numbers,
+	// find's expression, awk's program...), so CanRun does not parse
+	// them with opts, and check must route every option that run does
+	// not take.
+	ownArgs bool
+	// check, if set, says why the fast path cannot run this form of the
+	// command, or "", after opts found its options good (a word
+	// computed at run time is "" in args).
+	check func(args []string) string
+}
 
-// argChecks look at the arguments of a built-in command (a word computed
-// at run time is "") and say why the fast path cannot run that form of
-// it, or "". CanRun asks them.
-var argChecks = map[string]func(args []string) string{}
+// optSpec is a command's options in parseOpts' notation.
+type optSpec struct {
+	shorts string
+	longs  []string
+}
 
-func register(fn cmdFunc, names ...string) {
-	if builtins == nil {
-		builtins = map[string]cmdFunc{}
+func opts(shorts string, longs ...string) optSpec { return optSpec{shorts, longs} }
+
+// route says why the fast path cannot run a command line with these
+// arguments under spec s, or "": an option that s does not have, or that
+// does not parse (a value missing), is the real tool's to run.
+func (s optSpec) route(name string, args []string) string {
+	if _, _, err := parseOpts(args, s.shorts, s.longs...); err != nil {
+		return fmt.Sprintf("%s: %v: the option is not built in", name, err)
 	}
-	for _, n := range names {
-		builtins[n] = fn
+	return ""
+}
+
+// route says why the fast path cannot run the command with args, or "".
+func (d *command) route(name string, args []string) string {
+	if !d.ownArgs {
+		if why := d.opts.route(name, args); why != "" {
+			return why
+		}
+	}
+	if d.check != nil {
+		return d.check(args)
+	}
+	return ""
+}
+
+// builtins are the commands of the fast path by name, besides the
+// interpreter's own (echo, printf, test, cd, pwd, true, false, read...).
+var builtins map[string]*command
+
+func register(d *command) {
+	if builtins == nil {
+		builtins = map[string]*command{}
+	}
+	for _, n := range d.names {
+		if builtins[n] != nil {
+			panic("shell: command registered twice: " + n)
+		}
+		builtins[n] = d
 	}
 }
 
@@ -135,7 +190,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			fmt.Fprintf(c.stderr, "bash: %s is not supported by the shell fast path\n", c.args[1])
 			code = 2
 		default:
-			fn, ok := builtins[name]
+			d, ok := builtins[name]
 			if !ok {
 				if strings.Contains(args[0], "/") {
 					code = c.execPath(args)
@@ -144,7 +199,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 				code = c.notFound(args[0])
 				break
 			}
-			code = fn(c)
+			code = d.run(c)
 		}
 		if err := c.out.Flush(); err != nil && code == 0 {
 			if err != errOutputLimit && errno(err) != syscall.EPIPE {
@@ -182,11 +237,11 @@ func (c *cmd) notFound(arg string) int {
 // run runs another command (xargs, find -exec) with the given streams.
 func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 	name := commandName(args[0])
-	if fn, ok := builtins[name]; ok {
+	if d, ok := builtins[name]; ok {
 		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: append([]string{name}, args[1:]...),
 			dir: c.dir, env: c.env, stdin: stdin, stdout: stdout, stderr: c.stderr}
 		sub.out = bufio.NewWriterSize(stdout, 32<<10)
-		code := fn(sub)
+		code := d.run(sub)
 		sub.out.Flush()
 		sub.release()
 		return code

@@ -10,6 +10,30 @@ import (
 	"mvdan.cc/sh/v3/expand"
 )
 
+func init() {
+	register(&command{names: []string{"awk", "gawk", "mawk", "nawk"}, run: cmdAwk, opts: opts("F:v:f:"), ownArgs: true, check: awkCheck})
+}
+
+// awkCheck routes the options that cmdAwk's loop does not take.
+func awkCheck(args []string) string {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		a := args[0]
+		args = args[1:]
+		switch {
+		case a == "--":
+			return ""
+		case a == "-F" || a == "-v" || a == "-f":
+			if len(args) > 0 {
+				args = args[1:]
+			}
+		case strings.HasPrefix(a, "-F"), strings.HasPrefix(a, "-v"):
+		default:
+			return "awk " + a + " is not built in"
+		}
+	}
+	return ""
+}
+
 // cmdAwk runs goawk with no access to the host: no system(), no
 // command pipes and no file writes; input files are read here, through
 // the namespace, and given to the program as its standard input.

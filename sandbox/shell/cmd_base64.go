@@ -7,8 +7,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"base64"}, run: cmdBase64, opts: opts("dw:i", "decode", "wrap=", "ignore-garbage")})
+}
+
 func cmdBase64(c *cmd) int {
-	opts, files, ok := c.flags("dw:i", "decode", "wrap=", "ignore-garbage")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

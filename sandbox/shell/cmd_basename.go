@@ -4,8 +4,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"basename"}, run: cmdBasename, opts: opts("as:z", "multiple", "suffix=", "zero")})
+}
+
 func cmdBasename(c *cmd) int {
-	opts, names, ok := c.flags("as:z", "multiple", "suffix=", "zero")
+	opts, names, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -7,8 +7,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"cat"}, run: cmdCat, opts: opts("nbsETAveut", "number", "number-nonblank", "squeeze-blank", "show-ends", "show-tabs", "show-all")})
+}
+
 func cmdCat(c *cmd) int {
-	opts, files, ok := c.flags("nbsETAveut", "number", "number-nonblank", "squeeze-blank", "show-ends", "show-tabs", "show-all")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

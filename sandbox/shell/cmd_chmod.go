@@ -6,6 +6,26 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"chmod"}, run: cmdChmod, opts: opts("Rvcf", "recursive", "verbose", "changes", "silent", "quiet"), ownArgs: true, check: chmodCheck})
+}
+
+// chmodCheck routes the options that cmdChmod's loop does not take (a
+// mode such as -w is not an option).
+func chmodCheck(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") || isModeArg(a) || a == "--" {
+			break
+		}
+		switch a {
+		case "-R", "--recursive", "-v", "--verbose", "-c", "--changes", "-f", "--silent", "--quiet":
+		default:
+			return "chmod " + a + " is not built in"
+		}
+	}
+	return ""
+}
+
 func cmdChmod(c *cmd) int {
 	args := c.args[1:]
 	recursive, verbose := false, false

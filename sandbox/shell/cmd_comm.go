@@ -5,8 +5,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"comm"}, run: cmdComm, opts: opts("123", "check-order", "nocheck-order", "output-delimiter=")})
+}
+
 func cmdComm(c *cmd) int {
-	opts, files, ok := c.flags("123", "check-order", "nocheck-order", "output-delimiter=")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -20,9 +20,13 @@ type cpOpts struct {
 	made  map[uint64]bool // the directories this cp made: copying one of them again is copying into itself
 }
 
+func init() {
+	register(&command{names: []string{"cp"}, run: cmdCp, opts: opts("rRafinvpPLHdubt:T", "recursive", "archive", "force", "interactive", "no-clobber", "verbose",
+		"preserve?", "no-dereference", "dereference", "update?", "target-directory=", "no-target-directory", "parents")})
+}
+
 func cmdCp(c *cmd) int {
-	opts, args, ok := c.flags("rRafinvpPLHdubt:T", "recursive", "archive", "force", "interactive", "no-clobber", "verbose",
-		"preserve?", "no-dereference", "dereference", "update?", "target-directory=", "no-target-directory", "parents")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -42,8 +42,12 @@ func parseList(s string) (func(int) bool, bool) {
 	}, true
 }
 
+func init() {
+	register(&command{names: []string{"cut"}, run: cmdCut, opts: opts("d:f:c:b:sz", "delimiter=", "fields=", "characters=", "bytes=", "only-delimited", "complement", "output-delimiter=")})
+}
+
 func cmdCut(c *cmd) int {
-	opts, files, ok := c.flags("d:f:c:b:sz", "delimiter=", "fields=", "characters=", "bytes=", "only-delimited", "complement", "output-delimiter=")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -7,8 +7,6 @@ import (
 	"time"
 )
 
-func init() { register(cmdDate, "date") }
-
 // parseDate reads the date forms agents give date -d and touch -d.
 func parseDate(s string, now time.Time) (time.Time, bool) {
 	s = strings.TrimSpace(s)
@@ -66,8 +64,12 @@ func parseDate(s string, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+func init() {
+	register(&command{names: []string{"date"}, run: cmdDate, opts: opts("d:r:uRIs:", "date=", "reference=", "utc", "universal", "rfc-2822", "iso-8601?", "rfc-3339=")})
+}
+
 func cmdDate(c *cmd) int {
-	opts, rest, ok := c.flags("d:r:uRIs:", "date=", "reference=", "utc", "universal", "rfc-2822", "iso-8601?", "rfc-3339=")
+	opts, rest, ok := c.flags()
 	if !ok {
 		return 1
 	}

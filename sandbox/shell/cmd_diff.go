@@ -6,8 +6,6 @@ import (
 	"strings"
 )
 
-func init() { register(cmdDiff, "diff") }
-
 // editOp is one line of an edit script: ' ' kept, '-' removed, '+' added.
 type editOp struct {
 	kind byte
@@ -203,9 +201,13 @@ func shiftRuns(lines []string, ch, other []bool) {
 	}
 }
 
+func init() {
+	register(&command{names: []string{"diff"}, run: cmdDiff, opts: opts("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
+		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr")})
+}
+
 func cmdDiff(c *cmd) int {
-	opts, args, ok := c.flags("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
-		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 2
 	}

@@ -1,7 +1,11 @@
 package shell
 
+func init() {
+	register(&command{names: []string{"dirname"}, run: cmdDirname, opts: opts("z", "zero")})
+}
+
 func cmdDirname(c *cmd) int {
-	_, names, ok := c.flags("z", "zero")
+	_, names, ok := c.flags()
 	if !ok {
 		return 1
 	}

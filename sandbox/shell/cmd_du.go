@@ -6,8 +6,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"du"}, run: cmdDu, opts: opts("shacd:bkm", "summarize", "human-readable", "all", "total", "max-depth=", "apparent-size", "bytes")})
+}
+
 func cmdDu(c *cmd) int {
-	opts, args, ok := c.flags("shacd:bkm", "summarize", "human-readable", "all", "total", "max-depth=", "apparent-size", "bytes")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

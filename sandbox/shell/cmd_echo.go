@@ -20,8 +20,6 @@ func simpleBuiltin(c *cmd) int {
 	return 0
 }
 
-func cmdTrueish(c *cmd) int { return 0 }
-
 // errSilent fails an input that the command reported already.
 var errSilent = errors.New("reported")
 

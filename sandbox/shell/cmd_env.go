@@ -6,6 +6,35 @@ import (
 	"mvdan.cc/sh/v3/expand"
 )
 
+func init() {
+	// env's options and the command it runs are routed in checkCommand
+	register(&command{names: []string{"env"}, run: cmdEnv, opts: opts("iu:", "ignore-environment"), ownArgs: true})
+	register(&command{names: []string{"printenv"}, run: cmdEnv, opts: opts("")})
+}
+
+// envOpts returns how many of env's arguments are its options and
+// assignments (the command follows them), as cmdEnv reads them, or why
+// the fast path cannot run them.
+func envOpts(args []string) (int, string) {
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-i" || a == "-" || a == "--ignore-environment":
+		case a == "-u" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "-u") && a != "-u":
+		case a == "--":
+		case strings.Contains(a, "=") && !strings.HasPrefix(a, "="):
+		case strings.HasPrefix(a, "-"):
+			return 0, "env " + a + " is not built in"
+		default:
+			return i, ""
+		}
+	}
+	return i, ""
+}
+
 func cmdEnv(c *cmd) int {
 	vars := exported(c.env)
 	if c.name == "printenv" {

@@ -12,13 +12,6 @@ import (
 	"syscall"
 )
 
-func init() {
-	register(cmdGzip, "gzip", "gunzip", "zcat")
-	for _, n := range []string{"gzip", "gunzip", "zcat"} {
-		argChecks[n] = gzipCheck
-	}
-}
-
 // gzipCheck: gzip -r is not built in.
 func gzipCheck(args []string) string {
 	for _, a := range args {
@@ -63,6 +56,12 @@ func (g *gzipCmd) warn(status int) {
 	}
 }
 
+func init() {
+	register(&command{names: []string{"gzip", "gunzip", "zcat"}, run: cmdGzip, opts: opts("cdfkltnNqvr123456789S:",
+		"stdout", "to-stdout", "decompress", "uncompress", "force", "keep", "list", "test",
+		"no-name", "name", "quiet", "verbose", "fast", "best", "suffix=", "recursive"), check: gzipCheck})
+}
+
 func cmdGzip(c *cmd) int {
 	g := &gzipCmd{c: c, level: gzip.DefaultCompression, suffix: ".gz"}
 	switch c.name {
@@ -71,9 +70,7 @@ func cmdGzip(c *cmd) int {
 	case "zcat":
 		g.decompress, g.stdout = true, true
 	}
-	opts, files, ok := c.flags("cdfkltnNqvr123456789S:",
-		"stdout", "to-stdout", "decompress", "uncompress", "force", "keep", "list", "test",
-		"no-name", "name", "quiet", "verbose", "fast", "best", "suffix=", "recursive")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -11,8 +11,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"md5sum", "sha1sum", "sha256sum", "sha512sum"}, run: cmdHash, opts: opts("cbtwz", "check", "binary", "text", "tag", "quiet", "status", "strict", "warn", "zero")})
+}
+
 func cmdHash(c *cmd) int {
-	opts, files, ok := c.flags("cbtwz", "check", "binary", "text", "tag", "quiet", "status", "strict", "warn", "zero")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

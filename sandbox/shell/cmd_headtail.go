@@ -74,9 +74,15 @@ func (c *cmd) fileHeader(name string, first bool) {
 	fmt.Fprintf(c.out, "==> %s <==\n", name)
 }
 
+func init() {
+	d := &command{names: []string{"head"}, run: cmdHead, opts: opts("n:c:qvz", "lines=", "bytes=", "quiet", "silent", "verbose"), ownArgs: true}
+	d.check = func(args []string) string { return d.opts.route("head", numArg(args)) }
+	register(d)
+}
+
 func cmdHead(c *cmd) int {
 	c.args = append(c.args[:1], numArg(c.args[1:])...)
-	opts, files, ok := c.flags("n:c:qvz", "lines=", "bytes=", "quiet", "silent", "verbose")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}
@@ -143,20 +149,33 @@ func cmdHead(c *cmd) int {
 	})
 }
 
-func cmdTail(c *cmd) int {
-	c.args = append(c.args[:1], numArg(c.args[1:])...)
-	// tail +N is lines from N on
-	for i := 1; i < len(c.args); i++ {
-		a := c.args[i]
+func init() {
+	d := &command{names: []string{"tail"}, run: cmdTail, opts: opts("n:c:qvfF", "lines=", "bytes=", "quiet", "silent", "verbose", "follow?"), ownArgs: true}
+	d.check = func(args []string) string { return d.opts.route("tail", tailArgs(args)) }
+	register(d)
+}
+
+// tailArgs rewrites -5 as -n 5 (see numArg) and +5 as -n +5, as tail
+// reads them.
+func tailArgs(args []string) []string {
+	args = numArg(append([]string(nil), args...))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "-n" || a == "-c" {
 			i++
 			continue
 		}
 		if len(a) > 1 && a[0] == '+' && a[1] >= '0' && a[1] <= '9' {
-			c.args[i] = "-n" + a
+			args[i] = "-n" + a
 		}
 	}
-	opts, files, ok := c.flags("n:c:qvfF", "lines=", "bytes=", "quiet", "silent", "verbose", "follow?")
+	return args
+}
+
+func cmdTail(c *cmd) int {
+	// tail +N is lines from N on
+	c.args = append(c.args[:1], tailArgs(c.args[1:])...)
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -11,6 +11,41 @@ import (
 	"github.com/itchyny/gojq"
 )
 
+func init() {
+	register(&command{names: []string{"jq"}, run: cmdJq, opts: opts("rjcsneSRM", "raw-output", "join-output", "compact-output", "slurp", "null-input",
+		"exit-status", "sort-keys", "raw-input", "tab", "monochrome-output", "indent=", "arg=", "argjson="), ownArgs: true, check: jqCheck})
+}
+
+// jqCheck routes the options that cmdJq's loop does not take, and -C and
+// -a, which it takes and ignores (colours, \u escapes).
+func jqCheck(args []string) string {
+	for len(args) > 0 {
+		a := args[0]
+		args = args[1:]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue
+		}
+		switch a {
+		case "-r", "--raw-output", "-j", "--join-output", "-c", "--compact-output", "-s", "--slurp", "-n", "--null-input",
+			"-e", "--exit-status", "-S", "--sort-keys", "-R", "--raw-input", "--tab", "-M", "--monochrome-output":
+		case "--indent":
+			if len(args) > 0 {
+				args = args[1:]
+			}
+		case "--arg", "--argjson":
+			if len(args) > 1 {
+				args = args[2:]
+			}
+		default:
+			if len(a) > 2 && a[1] != '-' && strings.Trim(a[1:], "rjcsneSRM") == "" {
+				continue
+			}
+			return "jq " + a + " is not built in"
+		}
+	}
+	return ""
+}
+
 func cmdJq(c *cmd) int {
 	args := c.args[1:]
 	raw, compact, slurp, nullIn, exitStatus, sortKeys, join, tab, rawIn := false, false, false, false, false, false, false, false, false

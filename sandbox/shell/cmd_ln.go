@@ -5,8 +5,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"ln"}, run: cmdLn, opts: opts("sfnvrTt:", "symbolic", "force", "no-dereference", "verbose", "relative", "no-target-directory", "target-directory=")})
+}
+
 func cmdLn(c *cmd) int {
-	opts, args, ok := c.flags("sfnvrTt:", "symbolic", "force", "no-dereference", "verbose", "relative", "no-target-directory", "target-directory=")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

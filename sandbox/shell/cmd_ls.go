@@ -23,9 +23,13 @@ type lsOpts struct {
 	numeric, noOwner, noGroup, inode                                            bool
 }
 
+func init() {
+	register(&command{names: []string{"ls"}, run: cmdLs, opts: opts("aAlRh1dFprtSUnogiCx", "all", "almost-all", "recursive", "human-readable", "directory",
+		"classify?", "reverse", "color?", "numeric-uid-gid", "inode", "group-directories-first", "full-time", "time-style=", "indicator-style=")})
+}
+
 func cmdLs(c *cmd) int {
-	opts, args, ok := c.flags("aAlRh1dFprtSUnogiCx", "all", "almost-all", "recursive", "human-readable", "directory",
-		"classify?", "reverse", "color?", "numeric-uid-gid", "inode", "group-directories-first", "full-time", "time-style=", "indicator-style=")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 2
 	}

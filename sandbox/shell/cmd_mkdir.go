@@ -9,8 +9,12 @@ import (
 	"syscall"
 )
 
+func init() {
+	register(&command{names: []string{"mkdir"}, run: cmdMkdir, opts: opts("pvm:", "parents", "verbose", "mode=")})
+}
+
 func cmdMkdir(c *cmd) int {
-	opts, dirs, ok := c.flags("pvm:", "parents", "verbose", "mode=")
+	opts, dirs, ok := c.flags()
 	if !ok {
 		return 1
 	}

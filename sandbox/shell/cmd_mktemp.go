@@ -6,8 +6,12 @@ import (
 	"syscall"
 )
 
+func init() {
+	register(&command{names: []string{"mktemp"}, run: cmdMktemp, opts: opts("dqup:t", "directory", "quiet", "dry-run", "tmpdir?", "suffix=")})
+}
+
 func cmdMktemp(c *cmd) int {
-	opts, args, ok := c.flags("dqup:t", "directory", "quiet", "dry-run", "tmpdir?", "suffix=")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

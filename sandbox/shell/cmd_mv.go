@@ -1,7 +1,11 @@
 package shell
 
+func init() {
+	register(&command{names: []string{"mv"}, run: cmdMv, opts: opts("finvut:T", "force", "interactive", "no-clobber", "verbose", "update?", "target-directory=", "no-target-directory")})
+}
+
 func cmdMv(c *cmd) int {
-	opts, args, ok := c.flags("finvut:T", "force", "interactive", "no-clobber", "verbose", "update?", "target-directory=", "no-target-directory")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -7,8 +7,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"nl"}, run: cmdNl, opts: opts("b:w:s:v:i:n:", "body-numbering=", "number-width=", "number-separator=")})
+}
+
 func cmdNl(c *cmd) int {
-	opts, files, ok := c.flags("b:w:s:v:i:n:", "body-numbering=", "number-width=", "number-separator=")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -4,8 +4,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"paste"}, run: cmdPaste, opts: opts("d:s", "delimiters=", "serial")})
+}
+
 func cmdPaste(c *cmd) int {
-	opts, files, ok := c.flags("d:s", "delimiters=", "serial")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -1,7 +1,11 @@
 package shell
 
+func init() {
+	register(&command{names: []string{"readlink"}, run: cmdReadlink, opts: opts("femnqsvz", "canonicalize", "canonicalize-existing", "canonicalize-missing", "no-newline", "quiet", "silent", "verbose")})
+}
+
 func cmdReadlink(c *cmd) int {
-	opts, args, ok := c.flags("femnqsvz", "canonicalize", "canonicalize-existing", "canonicalize-missing", "no-newline", "quiet", "silent", "verbose")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

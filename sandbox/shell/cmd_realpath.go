@@ -4,8 +4,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"realpath"}, run: cmdRealpath, opts: opts("emsqz", "canonicalize-existing", "canonicalize-missing", "strip", "no-symlinks", "quiet", "relative-to=")})
+}
+
 func cmdRealpath(c *cmd) int {
-	opts, args, ok := c.flags("emsqz", "canonicalize-existing", "canonicalize-missing", "strip", "no-symlinks", "quiet", "relative-to=")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

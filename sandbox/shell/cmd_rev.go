@@ -5,8 +5,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"rev"}, run: cmdRev, opts: opts("")})
+}
+
 func cmdRev(c *cmd) int {
-	_, files, ok := c.flags("")
+	_, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

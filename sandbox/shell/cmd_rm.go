@@ -7,8 +7,12 @@ import (
 	"syscall"
 )
 
+func init() {
+	register(&command{names: []string{"rm"}, run: cmdRm, opts: opts("rRfivdI", "recursive", "force", "verbose", "dir", "interactive?", "no-preserve-root", "preserve-root?", "one-file-system")})
+}
+
 func cmdRm(c *cmd) int {
-	opts, files, ok := c.flags("rRfivdI", "recursive", "force", "verbose", "dir", "interactive?", "no-preserve-root", "preserve-root?", "one-file-system")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

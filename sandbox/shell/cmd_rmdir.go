@@ -6,8 +6,12 @@ import (
 	"syscall"
 )
 
+func init() {
+	register(&command{names: []string{"rmdir"}, run: cmdRmdir, opts: opts("pv", "parents", "verbose", "ignore-fail-on-non-empty")})
+}
+
 func cmdRmdir(c *cmd) int {
-	opts, dirs, ok := c.flags("pv", "parents", "verbose", "ignore-fail-on-non-empty")
+	opts, dirs, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -6,6 +6,29 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"seq"}, run: cmdSeq, opts: opts("ws:f:", "equal-width", "separator="), ownArgs: true, check: seqCheck})
+}
+
+// seqCheck routes the options that cmdSeq's own loop does not take.
+func seqCheck(args []string) string {
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && !(args[0][1] >= '0' && args[0][1] <= '9' || args[0][1] == '.') {
+		a := args[0]
+		args = args[1:]
+		switch {
+		case a == "-w" || a == "--equal-width":
+		case a == "-s" || a == "-f":
+			if len(args) > 0 {
+				args = args[1:]
+			}
+		case strings.HasPrefix(a, "-s"), strings.HasPrefix(a, "--separator="), strings.HasPrefix(a, "-f"), a == "--":
+		default:
+			return "seq " + a + " is not built in"
+		}
+	}
+	return ""
+}
+
 func cmdSeq(c *cmd) int {
 	// negative numbers are operands, not options
 	args := c.args[1:]

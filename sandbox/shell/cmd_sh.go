@@ -19,8 +19,6 @@ import (
 // own positional parameters, options and exit status, and only the
 // exported variables of their caller, as a child bash would have.
 
-func init() { register(cmdShell, "sh", "bash", "dash") }
-
 // maxScriptDepth bounds scripts running scripts.
 const maxScriptDepth = 64
 
@@ -29,6 +27,10 @@ const maxScriptSize = 16 << 20
 
 // isPOSIXShell reports whether name runs as dash does on Debian (sh).
 func isPOSIXShell(name string) bool { return name == "sh" || name == "dash" }
+
+func init() {
+	register(&command{names: []string{"sh", "bash", "dash"}, run: cmdShell, ownArgs: true}) // routed by router.shell
+}
 
 func cmdShell(c *cmd) int {
 	args := c.args[1:]

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+func init() {
+	register(&command{names: []string{"sleep"}, run: cmdSleep, opts: opts("")})
+}
+
 func cmdSleep(c *cmd) int {
 	if len(c.args) < 2 {
 		c.errorf("missing operand")

@@ -15,9 +15,13 @@ type sortKey struct {
 	blanks                bool
 }
 
+func init() {
+	register(&command{names: []string{"sort"}, run: cmdSort, opts: opts("nrufk:t:hbVsdgMo:zcC", "numeric-sort", "reverse", "unique", "ignore-case", "key=", "field-separator=",
+		"human-numeric-sort", "ignore-leading-blanks", "version-sort", "stable", "output=", "general-numeric-sort", "check?", "dictionary-order")})
+}
+
 func cmdSort(c *cmd) int {
-	opts, files, ok := c.flags("nrufk:t:hbVsdgMo:zcC", "numeric-sort", "reverse", "unique", "ignore-case", "key=", "field-separator=",
-		"human-numeric-sort", "ignore-leading-blanks", "version-sort", "stable", "output=", "general-numeric-sort", "check?", "dictionary-order")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 2
 	}

@@ -8,8 +8,12 @@ import (
 	"time"
 )
 
+func init() {
+	register(&command{names: []string{"stat"}, run: cmdStat, opts: opts("c:Lt", "format=", "printf=", "dereference", "terse")})
+}
+
 func cmdStat(c *cmd) int {
-	opts, args, ok := c.flags("c:Lt", "format=", "printf=", "dereference", "terse")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -2,7 +2,34 @@ package shell
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 )
+
+// nproc, whoami, hostname, uname and id: what the sandbox would say of
+// itself, in the forms listed here (hostname NAME would set it).
+func init() {
+	register(&command{names: []string{"nproc"}, run: cmdNproc, ownArgs: true, check: forms("nproc", "")})
+	register(&command{names: []string{"whoami"}, run: cmdWhoami, ownArgs: true, check: forms("whoami", "")})
+	register(&command{names: []string{"hostname"}, run: cmdHostname, ownArgs: true, check: forms("hostname", "")})
+	register(&command{names: []string{"uname"}, run: cmdUname, opts: opts("amrs", "all"), ownArgs: true,
+		check: forms("uname", "", "-a", "--all", "-m", "-r", "-s")})
+	register(&command{names: []string{"id"}, run: cmdId, opts: opts("ugn"), ownArgs: true, check: forms("id", "", "-u", "-g", "-un")})
+}
+
+// forms is the check of a command that takes only these command lines
+// (its arguments joined by spaces).
+func forms(name string, lines ...string) func(args []string) string {
+	return func(args []string) string {
+		if slices.Contains(args, "") {
+			return name + " with an argument computed at run time"
+		}
+		if slices.Contains(lines, strings.Join(args, " ")) {
+			return ""
+		}
+		return name + " " + strings.Join(args, " ") + " is not built in"
+	}
+}
 
 func cmdNproc(c *cmd) int    { c.out.WriteString("2\n"); return 0 }
 func cmdWhoami(c *cmd) int   { c.out.WriteString(userName(c.r.sh.opts.UID) + "\n"); return 0 }

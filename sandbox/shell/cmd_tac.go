@@ -5,8 +5,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"tac"}, run: cmdTac, opts: opts("")})
+}
+
 func cmdTac(c *cmd) int {
-	_, files, ok := c.flags("")
+	_, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -16,11 +16,6 @@ import (
 	"time"
 )
 
-func init() {
-	register(cmdTar, "tar")
-	argChecks["tar"] = tarCheck
-}
-
 // tarCheck says which tar forms the fast path cannot run: other
 // compressions than gzip (bzip2 only to read), appending, updating.
 func tarCheck(args []string) string {
@@ -48,7 +43,7 @@ func tarCheck(args []string) string {
 		case len(a) > 1 && a[0] == '-':
 			for j := 1; j < len(a); j++ {
 				l := a[j]
-				if strings.IndexByte("JZPXruAd", l) >= 0 {
+				if strings.IndexByte("JZPXruAd", l) >= 0 || strings.IndexByte(tarShorts, l) < 0 {
 					return fmt.Sprintf("tar -%c is not built in", l)
 				}
 				if strings.IndexByte(tarShortValue, l) >= 0 {
@@ -130,6 +125,10 @@ type tarCmd struct {
 // Short options of tar that take a value.
 const tarShortValue = "fCX"
 
+// tarShorts are the short options that tarCmd.short takes (without the
+// ones it refuses: JZPXruAd).
+const tarShorts = "cxtfCzjavOkhpom"
+
 // tarUsage ends an invocation error as GNU tar does.
 func (t *tarCmd) usage(format string, a ...any) int {
 	t.c.errorf(format, a...)
@@ -156,6 +155,10 @@ func (t *tarCmd) status() int {
 		return 2
 	}
 	return 0
+}
+
+func init() {
+	register(&command{names: []string{"tar"}, run: cmdTar, opts: opts(tarShorts, tarLongs...), ownArgs: true, check: tarCheck})
 }
 
 func cmdTar(c *cmd) int {

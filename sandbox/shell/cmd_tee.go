@@ -4,8 +4,12 @@ import (
 	"io"
 )
 
+func init() {
+	register(&command{names: []string{"tee"}, run: cmdTee, opts: opts("ai", "append", "ignore-interrupts")})
+}
+
 func cmdTee(c *cmd) int {
-	opts, files, ok := c.flags("ai", "append", "ignore-interrupts")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

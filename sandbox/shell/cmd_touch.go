@@ -6,8 +6,12 @@ import (
 	"time"
 )
 
+func init() {
+	register(&command{names: []string{"touch"}, run: cmdTouch, opts: opts("acmd:r:t:h", "no-create", "date=", "reference=", "no-dereference", "time=")})
+}
+
 func cmdTouch(c *cmd) int {
-	opts, files, ok := c.flags("acmd:r:t:h", "no-create", "date=", "reference=", "no-dereference", "time=")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

@@ -87,8 +87,12 @@ func inClass(class string, ch rune) bool {
 	return false
 }
 
+func init() {
+	register(&command{names: []string{"tr"}, run: cmdTr, opts: opts("dscC", "delete", "squeeze-repeats", "complement")})
+}
+
 func cmdTr(c *cmd) int {
-	opts, sets, ok := c.flags("dscC", "delete", "squeeze-repeats", "complement")
+	opts, sets, ok := c.flags()
 	if !ok {
 		return 1
 	}

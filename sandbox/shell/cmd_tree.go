@@ -8,8 +8,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"tree"}, run: cmdTree, opts: opts("adfL:IP:", "noreport", "dirsfirst")})
+}
+
 func cmdTree(c *cmd) int {
-	opts, args, ok := c.flags("adfL:IP:", "noreport", "dirsfirst")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

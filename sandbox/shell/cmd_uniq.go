@@ -7,8 +7,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"uniq"}, run: cmdUniq, opts: opts("cdDuif:s:w:", "count", "repeated", "all-repeated?", "unique", "ignore-case", "skip-fields=", "skip-chars=", "check-chars=")})
+}
+
 func cmdUniq(c *cmd) int {
-	opts, files, ok := c.flags("cdDuif:s:w:", "count", "repeated", "all-repeated?", "unique", "ignore-case", "skip-fields=", "skip-chars=", "check-chars=")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

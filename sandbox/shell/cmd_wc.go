@@ -8,8 +8,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"wc"}, run: cmdWc, opts: opts("lwcmL", "lines", "words", "bytes", "chars", "max-line-length")})
+}
+
 func cmdWc(c *cmd) int {
-	opts, files, ok := c.flags("lwcmL", "lines", "words", "bytes", "chars", "max-line-length")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

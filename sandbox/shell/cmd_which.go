@@ -4,8 +4,12 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"which"}, run: cmdWhich, opts: opts("as", "all", "skip-alias")})
+}
+
 func cmdWhich(c *cmd) int {
-	_, names, ok := c.flags("as", "all", "skip-alias")
+	_, names, ok := c.flags()
 	if !ok {
 		return 1
 	}

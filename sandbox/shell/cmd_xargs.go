@@ -6,6 +6,45 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"xargs"}, run: cmdXargs, opts: opts("0rtn:L:I:i?d:P:s:xp", "null", "no-run-if-empty", "verbose", "max-args=", "delimiter=", "max-procs="),
+		ownArgs: true, check: func(args []string) string { _, why := xargsOpts(args); return why }})
+}
+
+// xargsOpts returns how many of xargs's arguments are its options (the
+// command follows them), as cmdXargs's loop reads them, or why the fast
+// path cannot run them.
+func xargsOpts(args []string) (int, string) {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+		a := args[i]
+		// the value of an option: in the word, after "=", or the next word
+		val := func() {
+			if len(a) > 2 && !strings.HasPrefix(a, "--") || strings.IndexByte(a, '=') > 0 {
+				return
+			}
+			i++
+		}
+		switch {
+		case a == "--":
+			return i + 1, ""
+		case a == "-0" || a == "--null", a == "-r" || a == "--no-run-if-empty", a == "-t" || a == "--verbose":
+		case strings.HasPrefix(a, "-n") || strings.HasPrefix(a, "--max-args"), strings.HasPrefix(a, "-L"), strings.HasPrefix(a, "-I"):
+			val()
+		case strings.HasPrefix(a, "-i"):
+		case strings.HasPrefix(a, "-d") || strings.HasPrefix(a, "--delimiter"):
+			val()
+		case strings.HasPrefix(a, "-P") || strings.HasPrefix(a, "--max-procs"), strings.HasPrefix(a, "-s"):
+			val()
+		case a == "-x" || a == "-p":
+		default:
+			return 0, "xargs " + a + " is not built in"
+		}
+		i++
+	}
+	return min(i, len(args)), ""
+}
+
 func cmdXargs(c *cmd) int {
 	// options stop at the first operand (the command)
 	args := c.args[1:]

@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"yes"}, run: cmdYes, opts: opts("")})
+}
+
 func cmdYes(c *cmd) int {
 	s := "y"
 	if len(c.args) > 1 {

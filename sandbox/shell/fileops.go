@@ -7,18 +7,6 @@ import (
 	"syscall"
 )
 
-func init() {
-	register(cmdCp, "cp")
-	register(cmdMv, "mv")
-	register(cmdLn, "ln")
-	register(cmdReadlink, "readlink")
-	register(cmdRealpath, "realpath")
-	register(cmdStat, "stat")
-	register(cmdChmod, "chmod")
-	register(cmdMktemp, "mktemp")
-	register(cmdTrueish, "chown", "chgrp")
-}
-
 // canonical resolves every link in p (realpath, readlink -f). With
 // missingOK the last part may be missing (-m for all parts).
 func (c *cmd) canonical(p string, mode byte) (string, error) {

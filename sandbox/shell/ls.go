@@ -6,12 +6,6 @@ import (
 	"strconv"
 )
 
-func init() {
-	register(cmdLs, "ls")
-	register(cmdTree, "tree")
-	register(cmdDu, "du")
-}
-
 // modeString is ls's -rwxr-xr-x.
 func modeString(m fs.FileMode) string {
 	b := []byte("----------")

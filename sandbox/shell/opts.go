@@ -98,10 +98,12 @@ func parseOpts(args []string, shorts string, longs ...string) ([]opt, []string, 
 	return opts, operands, nil
 }
 
-// flags parses options for c, reporting errors as GNU tools do (status 2
-// for some tools, 1 for most: the caller picks).
-func (c *cmd) flags(shorts string, longs ...string) ([]opt, []string, bool) {
-	o, rest, err := parseOpts(c.args[1:], shorts, longs...)
+// flags parses the options of c with its command's spec (the one CanRun
+// routes by), reporting errors as GNU tools do (status 2 for some tools, 1
+// for most: the caller picks).
+func (c *cmd) flags() ([]opt, []string, bool) {
+	s := builtins[c.name].opts
+	o, rest, err := parseOpts(c.args[1:], s.shorts, s.longs...)
 	if err != nil {
 		c.errorf("%v", err)
 		fmt.Fprintf(c.stderr, "Try '%s --help' for more information.\n", c.name)
