@@ -71,7 +71,7 @@ func opts(shorts string, longs ...string) optSpec { return optSpec{shorts, longs
 // arguments under spec s, or "": an option that s does not have, or that
 // does not parse (a value missing), is the real tool's to run.
 func (s optSpec) route(name string, args []string) string {
-	if _, _, err := parseOpts(args, s.shorts, s.longs...); err != nil {
+	if _, _, err := parseOptsIn(args, true, s.shorts, s.longs...); err != nil {
 		return fmt.Sprintf("%s: %v: the option is not built in", name, err)
 	}
 	return ""

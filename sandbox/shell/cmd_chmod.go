@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"chmod"}, run: cmdChmod, opts: opts("Rvcf", "recursive", "verbose", "changes", "silent", "quiet"), ownArgs: true, check: chmodCheck})
+	register(&command{names: []string{"chmod"}, run: cmdChmod, opts: opts("Rvcf"+"rwxXstugoa" /* modes: chmod -w f */, "recursive", "verbose", "changes", "silent", "quiet"), ownArgs: true, check: chmodCheck})
 }
 
 // chmodCheck routes the options that cmdChmod's loop does not take (a

@@ -72,11 +72,25 @@ func findCheck(args []string) string {
 			i++
 		}
 	}
+	operand := false // the expression so far ends with an operand
 	for ; i < len(args); i++ {
-		n, ok := findPrimaries[args[i]]
+		a := args[i]
+		n, ok := findPrimaries[a]
 		if !ok {
-			return "find " + args[i] + " is not built in"
+			return "find " + a + " is not built in"
 		}
+		switch a {
+		case "-o", "-or", "-a", "-and":
+			if !operand || i == len(args)-1 {
+				return "find " + a + " with nothing before or after it"
+			}
+			operand = false
+			continue
+		case "!", "-not", "(":
+			operand = false
+			continue
+		}
+		operand = true
 		switch {
 		case n < 0:
 			for i+1 < len(args) && args[i+1] != ";" && args[i+1] != "+" {
