@@ -1,9 +1,12 @@
 package shell
 
 import (
+	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -199,4 +202,142 @@ func exported(env expand.Environ) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// modeString is ls's -rwxr-xr-x.
+func modeString(m fs.FileMode) string {
+	b := []byte("----------")
+	switch {
+	case m.IsDir():
+		b[0] = 'd'
+	case m&fs.ModeSymlink != 0:
+		b[0] = 'l'
+	case m&fs.ModeNamedPipe != 0:
+		b[0] = 'p'
+	case m&fs.ModeSocket != 0:
+		b[0] = 's'
+	case m&fs.ModeCharDevice != 0:
+		b[0] = 'c'
+	case m&fs.ModeDevice != 0:
+		b[0] = 'b'
+	}
+	const rwx = "rwxrwxrwx"
+	for i := 0; i < 9; i++ {
+		if m&(1<<(8-i)) != 0 {
+			b[i+1] = rwx[i]
+		}
+	}
+	if m&fs.ModeSetuid != 0 {
+		b[3] = "Ss"[boolInt(m&0o100 != 0)]
+	}
+	if m&fs.ModeSetgid != 0 {
+		b[6] = "Ss"[boolInt(m&0o010 != 0)]
+	}
+	if m&fs.ModeSticky != 0 {
+		b[9] = "Tt"[boolInt(m&0o001 != 0)]
+	}
+	return string(b)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// humanSize is the -h form: 1.5K, 23M; rounded up as GNU does.
+func humanSize(n int64, ceil bool) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10)
+	}
+	units := "KMGTPE"
+	v := float64(n)
+	u := -1
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if v < 10 {
+		r := v * 10
+		if ceil {
+			r = ceilf(r)
+		}
+		if r >= 100 {
+			return fmt.Sprintf("%d%c", 10, units[u])
+		}
+		return fmt.Sprintf("%.1f%c", r/10, units[u])
+	}
+	r := v
+	if ceil {
+		r = ceilf(r)
+	}
+	if r >= 1024 && u < len(units)-1 {
+		return fmt.Sprintf("1.0%c", units[u+1])
+	}
+	return fmt.Sprintf("%d%c", int64(r), units[u])
+}
+
+func ceilf(v float64) float64 {
+	i := float64(int64(v))
+	if v > i+1e-9 {
+		return i + 1
+	}
+	return i
+}
+
+// canonical resolves every link in p (realpath, readlink -f). With
+// missingOK the last part may be missing (-m for all parts).
+func (c *cmd) canonical(p string, mode byte) (string, error) {
+	abs := strings.TrimSuffix(c.abs(p), "/")
+	if abs == "" {
+		abs = "/"
+	}
+	parts := split(abs)
+	cur := "/"
+	links := 0
+	for i := 0; i < len(parts); i++ {
+		next := path.Join(cur, parts[i])
+		if parts[i] == ".." {
+			cur = path.Dir(cur)
+			continue
+		}
+		fi, err := c.r.sh.ns.lstat(next)
+		if err != nil {
+			last := i == len(parts)-1
+			if mode == 'm' || mode == 'f' && last && errno(err) == syscall.ENOENT {
+				cur = next
+				continue
+			}
+			return "", err
+		}
+		if fi.mode&fs.ModeSymlink != 0 {
+			if links++; links > 40 {
+				return "", syscall.ELOOP
+			}
+			t, err := c.r.sh.ns.readlink(next)
+			if err != nil {
+				return "", err
+			}
+			rest := parts[i+1:]
+			if strings.HasPrefix(t, "/") {
+				// the workspace's links are rooted at the workspace
+				b, _, _, _ := c.r.sh.ns.route(next)
+				if b == c.r.sh.ns.ws {
+					t = wsRoot + t
+				}
+				cur = "/"
+			}
+			parts = append(split(t), rest...)
+			i = -1
+			continue
+		}
+		if !fi.IsDir() && i < len(parts)-1 && mode != 'm' {
+			return "", syscall.ENOTDIR
+		}
+		cur = next
+	}
+	return cur, nil
 }

@@ -1,3 +1,0 @@
-package shell
-
-func isDigit(b byte) bool { return b >= '0' && b <= '9' }
