@@ -10,6 +10,11 @@ import (
 	"syscall"
 )
 
+func init() {
+	register(&command{names: []string{"cp"}, run: cmdCp, opts: opts("rRafinvpPLHdubt:T", "recursive", "archive", "force", "interactive", "no-clobber", "verbose",
+		"preserve?", "no-dereference", "dereference", "update?", "target-directory=", "no-target-directory", "parents")})
+}
+
 type cpOpts struct {
 	recursive, force, noClobber, verbose, preserve, noDeref, update, targetIsFile bool
 	// deref is the last of -H, -L, -P given (0: none): -L follows every
@@ -18,11 +23,6 @@ type cpOpts struct {
 	// cp does.
 	deref byte
 	made  map[uint64]bool // the directories this cp made: copying one of them again is copying into itself
-}
-
-func init() {
-	register(&command{names: []string{"cp"}, run: cmdCp, opts: opts("rRafinvpPLHdubt:T", "recursive", "archive", "force", "interactive", "no-clobber", "verbose",
-		"preserve?", "no-dereference", "dereference", "update?", "target-directory=", "no-target-directory", "parents")})
 }
 
 func cmdCp(c *cmd) int {

@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"cut"}, run: cmdCut, opts: opts("d:f:c:b:sz", "delimiter=", "fields=", "characters=", "bytes=", "only-delimited", "complement", "output-delimiter=")})
+}
+
 // parseList reads cut's LIST: 1,3-5,7-.
 func parseList(s string) (func(int) bool, bool) {
 	type rng struct{ a, b int }
@@ -40,10 +44,6 @@ func parseList(s string) (func(int) bool, bool) {
 		}
 		return false
 	}, true
-}
-
-func init() {
-	register(&command{names: []string{"cut"}, run: cmdCut, opts: opts("d:f:c:b:sz", "delimiter=", "fields=", "characters=", "bytes=", "only-delimited", "complement", "output-delimiter=")})
 }
 
 func cmdCut(c *cmd) int {

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+func init() {
+	register(&command{names: []string{"date"}, run: cmdDate, opts: opts("d:r:uRIs:", "date=", "reference=", "utc", "universal", "rfc-2822", "iso-8601?", "rfc-3339=")})
+}
+
 // parseDate reads the date forms agents give date -d and touch -d.
 func parseDate(s string, now time.Time) (time.Time, bool) {
 	s = strings.TrimSpace(s)
@@ -62,10 +66,6 @@ func parseDate(s string, now time.Time) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-func init() {
-	register(&command{names: []string{"date"}, run: cmdDate, opts: opts("d:r:uRIs:", "date=", "reference=", "utc", "universal", "rfc-2822", "iso-8601?", "rfc-3339=")})
 }
 
 func cmdDate(c *cmd) int {

@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"diff"}, run: cmdDiff, opts: opts("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
+		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr")})
+}
+
 // editOp is one line of an edit script: ' ' kept, '-' removed, '+' added.
 type editOp struct {
 	kind byte
@@ -199,11 +204,6 @@ func shiftRuns(lines []string, ch, other []bool) {
 			}
 		}
 	}
-}
-
-func init() {
-	register(&command{names: []string{"diff"}, run: cmdDiff, opts: opts("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
-		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr")})
 }
 
 func cmdDiff(c *cmd) int {

@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+func init() {
+	register(&command{names: []string{"find"}, run: cmdFind, opts: opts("HLP"), ownArgs: true, check: findCheck})
+}
+
 type findCtx struct {
 	c        *cmd
 	up       []uint64 // inodes of the directories being walked
@@ -40,10 +44,6 @@ type findNode struct {
 	argv  []string
 	batch bool
 	t     time.Time
-}
-
-func init() {
-	register(&command{names: []string{"find"}, run: cmdFind, opts: opts("HLP"), ownArgs: true, check: findCheck})
 }
 
 // findPrimaries are the tests, actions and options of find's expression

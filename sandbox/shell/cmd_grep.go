@@ -13,6 +13,15 @@ import (
 	"strings"
 )
 
+func init() {
+	register(&command{names: []string{"grep", "egrep", "fgrep"}, run: cmdGrep, opts: opts("EFGPe:f:iyvwxcLlnhHoqsrRA:B:C:m:abIZz0123456789",
+		"extended-regexp", "fixed-strings", "basic-regexp", "perl-regexp", "regexp=", "file=", "ignore-case", "no-ignore-case",
+		"invert-match", "word-regexp", "line-regexp", "count", "files-without-match", "files-with-matches", "line-number",
+		"no-filename", "with-filename", "only-matching", "quiet", "silent", "no-messages", "recursive", "dereference-recursive",
+		"after-context=", "before-context=", "context=", "max-count=", "include=", "exclude=", "exclude-dir=", "color?", "colour?",
+		"text", "byte-offset", "binary-files=", "null", "label=", "line-buffered")})
+}
+
 // translateRE turns a POSIX basic or extended regular expression (with
 // GNU's extensions) into Go's syntax.
 func translateRE(re string, extended bool) (string, error) {
@@ -144,15 +153,6 @@ type grepOpts struct {
 	re                                                                                         *regexp.Regexp
 	fixed                                                                                      []string
 	fold, word, line, implicitDot                                                              bool
-}
-
-func init() {
-	register(&command{names: []string{"grep", "egrep", "fgrep"}, run: cmdGrep, opts: opts("EFGPe:f:iyvwxcLlnhHoqsrRA:B:C:m:abIZz0123456789",
-		"extended-regexp", "fixed-strings", "basic-regexp", "perl-regexp", "regexp=", "file=", "ignore-case", "no-ignore-case",
-		"invert-match", "word-regexp", "line-regexp", "count", "files-without-match", "files-with-matches", "line-number",
-		"no-filename", "with-filename", "only-matching", "quiet", "silent", "no-messages", "recursive", "dereference-recursive",
-		"after-context=", "before-context=", "context=", "max-count=", "include=", "exclude=", "exclude-dir=", "color?", "colour?",
-		"text", "byte-offset", "binary-files=", "null", "label=", "line-buffered")})
 }
 
 func cmdGrep(c *cmd) int {

@@ -12,6 +12,12 @@ import (
 	"syscall"
 )
 
+func init() {
+	register(&command{names: []string{"gzip", "gunzip", "zcat"}, run: cmdGzip, opts: opts("cdfkltnNqvr123456789S:",
+		"stdout", "to-stdout", "decompress", "uncompress", "force", "keep", "list", "test",
+		"no-name", "name", "quiet", "verbose", "fast", "best", "suffix=", "recursive"), check: gzipCheck})
+}
+
 // gzipCheck: gzip -r is not built in.
 func gzipCheck(args []string) string {
 	for _, a := range args {
@@ -54,12 +60,6 @@ func (g *gzipCmd) warn(status int) {
 	if g.status != 1 {
 		g.status = max(g.status, status)
 	}
-}
-
-func init() {
-	register(&command{names: []string{"gzip", "gunzip", "zcat"}, run: cmdGzip, opts: opts("cdfkltnNqvr123456789S:",
-		"stdout", "to-stdout", "decompress", "uncompress", "force", "keep", "list", "test",
-		"no-name", "name", "quiet", "verbose", "fast", "best", "suffix=", "recursive"), check: gzipCheck})
 }
 
 func cmdGzip(c *cmd) int {

@@ -8,6 +8,15 @@ import (
 	"strings"
 )
 
+func init() {
+	d := &command{names: []string{"head"}, run: cmdHead, opts: opts("n:c:qvz", "lines=", "bytes=", "quiet", "silent", "verbose"), ownArgs: true}
+	d.check = func(args []string) string { return d.opts.route("head", numArg(args)) }
+	register(d)
+	t := &command{names: []string{"tail"}, run: cmdTail, opts: opts("n:c:qvfF", "lines=", "bytes=", "quiet", "silent", "verbose", "follow?"), ownArgs: true}
+	t.check = func(args []string) string { return t.opts.route("tail", tailArgs(args)) }
+	register(t)
+}
+
 // numArg turns "-5" into "-n 5" for head and tail.
 func numArg(args []string) []string {
 	out := append([]string(nil), args...)
@@ -72,12 +81,6 @@ func (c *cmd) fileHeader(name string, first bool) {
 		name = "standard input"
 	}
 	fmt.Fprintf(c.out, "==> %s <==\n", name)
-}
-
-func init() {
-	d := &command{names: []string{"head"}, run: cmdHead, opts: opts("n:c:qvz", "lines=", "bytes=", "quiet", "silent", "verbose"), ownArgs: true}
-	d.check = func(args []string) string { return d.opts.route("head", numArg(args)) }
-	register(d)
 }
 
 func cmdHead(c *cmd) int {
@@ -147,12 +150,6 @@ func cmdHead(c *cmd) int {
 		}
 		return nil
 	})
-}
-
-func init() {
-	d := &command{names: []string{"tail"}, run: cmdTail, opts: opts("n:c:qvfF", "lines=", "bytes=", "quiet", "silent", "verbose", "follow?"), ownArgs: true}
-	d.check = func(args []string) string { return d.opts.route("tail", tailArgs(args)) }
-	register(d)
 }
 
 // tailArgs rewrites -5 as -n 5 (see numArg) and +5 as -n +5, as tail

@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+func init() {
+	register(&command{names: []string{"ls"}, run: cmdLs, opts: opts("aAlRh1dFprtSUnogiCx", "all", "almost-all", "recursive", "human-readable", "directory",
+		"classify?", "reverse", "color?", "numeric-uid-gid", "inode", "group-directories-first", "full-time", "time-style=", "indicator-style=")})
+}
+
 type lsEntry struct {
 	name   string // as shown
 	path   string // absolute
@@ -21,11 +26,6 @@ type lsOpts struct {
 	all, almost, long, recursive, human, dirOnly, classify, slash, reverse, one bool
 	sortBy                                                                      byte // 'n', 't', 'S', 'U'
 	numeric, noOwner, noGroup, inode                                            bool
-}
-
-func init() {
-	register(&command{names: []string{"ls"}, run: cmdLs, opts: opts("aAlRh1dFprtSUnogiCx", "all", "almost-all", "recursive", "human-readable", "directory",
-		"classify?", "reverse", "color?", "numeric-uid-gid", "inode", "group-directories-first", "full-time", "time-style=", "indicator-style=")})
 }
 
 func cmdLs(c *cmd) int {

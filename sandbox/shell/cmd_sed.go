@@ -9,6 +9,12 @@ import (
 	"strings"
 )
 
+func init() {
+	d := &command{names: []string{"sed"}, run: cmdSed, opts: opts("ne:f:Ersuz", "quiet", "silent", "expression=", "file=", "in-place?", "regexp-extended", "separate", "posix", "debug", "null-data"), ownArgs: true}
+	d.check = func(args []string) string { return d.opts.route("sed", sedArgs(args)) }
+	register(d)
+}
+
 type sedAddr struct {
 	kind  byte // 'n' line, '$' last, 'r' regex, '~' step, 0 none
 	n, m  int
@@ -455,12 +461,6 @@ type sedState struct {
 	append   []string
 	quit     bool
 	exitCode int
-}
-
-func init() {
-	d := &command{names: []string{"sed"}, run: cmdSed, opts: opts("ne:f:Ersuz", "quiet", "silent", "expression=", "file=", "in-place?", "regexp-extended", "separate", "posix", "debug", "null-data"), ownArgs: true}
-	d.check = func(args []string) string { return d.opts.route("sed", sedArgs(args)) }
-	register(d)
 }
 
 // sedArgs rewrites -i[SUFFIX] as --in-place=SUFFIX, as sed reads it.

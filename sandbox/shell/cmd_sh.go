@@ -15,6 +15,10 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+func init() {
+	register(&command{names: []string{"sh", "bash", "dash"}, run: cmdShell, opts: opts(shellShorts), ownArgs: true}) // routed by router.shell
+}
+
 // Scripts in the workspace (sh x.sh, bash -c '...', ./x.sh with a shell
 // shebang) run in a nested interpreter on the same namespace, with their
 // own positional parameters, options and exit status, and only the
@@ -28,10 +32,6 @@ const maxScriptSize = 16 << 20
 
 // isPOSIXShell reports whether name runs as dash does on Debian (sh).
 func isPOSIXShell(name string) bool { return name == "sh" || name == "dash" }
-
-func init() {
-	register(&command{names: []string{"sh", "bash", "dash"}, run: cmdShell, opts: opts(shellShorts), ownArgs: true}) // routed by router.shell
-}
 
 func cmdShell(c *cmd) int {
 	args := c.args[1:]

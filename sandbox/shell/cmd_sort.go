@@ -9,15 +9,15 @@ import (
 	"unicode"
 )
 
+func init() {
+	register(&command{names: []string{"sort"}, run: cmdSort, opts: opts("nrufk:t:hbVsdgMo:zcC", "numeric-sort", "reverse", "unique", "ignore-case", "key=", "field-separator=",
+		"human-numeric-sort", "ignore-leading-blanks", "version-sort", "stable", "output=", "general-numeric-sort", "check?", "dictionary-order")})
+}
+
 type sortKey struct {
 	f1, c1, f2, c2        int
 	numeric, rev, fold, h bool
 	blanks                bool
-}
-
-func init() {
-	register(&command{names: []string{"sort"}, run: cmdSort, opts: opts("nrufk:t:hbVsdgMo:zcC", "numeric-sort", "reverse", "unique", "ignore-case", "key=", "field-separator=",
-		"human-numeric-sort", "ignore-leading-blanks", "version-sort", "stable", "output=", "general-numeric-sort", "check?", "dictionary-order")})
 }
 
 func cmdSort(c *cmd) int {

@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+func init() {
+	register(&command{names: []string{"tar"}, run: cmdTar, opts: opts(tarShorts, tarLongs...), ownArgs: true, check: tarCheck})
+}
+
 // tarCheck says which tar forms the fast path cannot run: other
 // compressions than gzip (bzip2 only to read), appending, updating.
 func tarCheck(args []string) string {
@@ -155,10 +159,6 @@ func (t *tarCmd) status() int {
 		return 2
 	}
 	return 0
-}
-
-func init() {
-	register(&command{names: []string{"tar"}, run: cmdTar, opts: opts(tarShorts, tarLongs...), ownArgs: true, check: tarCheck})
 }
 
 func cmdTar(c *cmd) int {

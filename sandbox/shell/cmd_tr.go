@@ -5,6 +5,10 @@ import (
 	"unicode"
 )
 
+func init() {
+	register(&command{names: []string{"tr"}, run: cmdTr, opts: opts("dscC", "delete", "squeeze-repeats", "complement")})
+}
+
 // trSet expands a tr set: ranges, escapes, classes.
 func trSet(s string) []rune {
 	var out []rune
@@ -85,10 +89,6 @@ func inClass(class string, ch rune) bool {
 		return isHex(byte(ch))
 	}
 	return false
-}
-
-func init() {
-	register(&command{names: []string{"tr"}, run: cmdTr, opts: opts("dscC", "delete", "squeeze-repeats", "complement")})
 }
 
 func cmdTr(c *cmd) int {
