@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -30,6 +31,10 @@ func TestCanRunUnimplementedOptions(t *testing.T) {
 			}
 		}
 		bad = append(bad, "--no-such-option", "--help", "--version")
+		// and the options it takes but ignores, as they parse
+		for _, o := range d.ignored {
+			bad = append(bad, optionWord(d.opts, o))
+		}
 		for _, b := range bad {
 			for _, line := range []string{name + " " + b, name + " " + b + " a b"} {
 				if ok, _ := CanRun(line); ok {
@@ -56,7 +61,7 @@ func TestCanRunImplementedOptions(t *testing.T) {
 		d := builtins[name]
 		for i := 0; i < len(d.opts.shorts); i++ {
 			l := d.opts.shorts[i]
-			if l == ':' || l == '?' || strings.IndexByte(skip[name], l) >= 0 {
+			if l == ':' || l == '?' || strings.IndexByte(skip[name], l) >= 0 || slices.Contains(d.ignored, string(l)) {
 				continue
 			}
 			line := name + " -" + string(l)
@@ -77,6 +82,40 @@ func TestCanRunImplementedOptions(t *testing.T) {
 	for _, r := range refused {
 		if !strings.HasPrefix(r, "uname ") && !strings.HasPrefix(r, "id ") {
 			t.Errorf("refused: %s", r)
+		}
+	}
+}
+
+// optionWord is option o of spec s as a command line gives it, with a
+// value if it takes one.
+func optionWord(s optSpec, o string) string {
+	if len(o) == 1 {
+		i := strings.Index(s.shorts, o)
+		if i >= 0 && i+1 < len(s.shorts) && s.shorts[i+1] == ':' {
+			return "-" + o + " 1"
+		}
+		return "-" + o
+	}
+	if slices.Contains(s.longs, o+"=") {
+		return "--" + o + "=1"
+	}
+	return "--" + o
+}
+
+func TestOptionWord(t *testing.T) {
+	s := opts("ab:", "long", "val=", "opt?")
+	for o, want := range map[string]string{"a": "-a", "b": "-b 1", "long": "--long", "val": "--val=1", "opt": "--opt"} {
+		if got := optionWord(s, o); got != want {
+			t.Errorf("optionWord(%q) = %q, want %q", o, got, want)
+		}
+	}
+	// each ignored option is one of the command's own
+	for _, name := range Builtins() {
+		d := builtins[name]
+		for _, o := range d.ignored {
+			if ok, why := CanRun(name + " " + optionWord(d.opts, o) + " a"); ok || !strings.Contains(why, "ignore") {
+				t.Errorf("%s %s: routed %v (%s), want routed as ignored", name, o, !ok, why)
+			}
 		}
 	}
 }

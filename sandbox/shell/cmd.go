@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -48,6 +49,11 @@ type command struct {
 	// A command that parses its own arguments lists what it takes here
 	// too (for the test) and says how in check.
 	opts optSpec
+	// ignored are options of opts (a letter or a long name) that run
+	// takes and does not implement (sort -M, ls -C): CanRun routes them
+	// to the sandbox, which has them. (--color is routed unless its value
+	// makes no colours, for every command.)
+	ignored []string
 	// ownArgs: run parses its arguments itself (seq's negative numbers,
 	// find's expression, awk's program...), so CanRun does not parse
 	// them with opts, and check must route every option that run does
@@ -67,20 +73,45 @@ type optSpec struct {
 
 func opts(shorts string, longs ...string) optSpec { return optSpec{shorts, longs} }
 
-// route says why the fast path cannot run a command line with these
-// arguments under spec s, or "": an option that s does not have, or that
-// does not parse (a value missing), is the real tool's to run.
-func (s optSpec) route(name string, args []string) string {
-	if _, _, err := parseOptsIn(args, true, s.shorts, s.longs...); err != nil {
-		return fmt.Sprintf("%s: %v: the option is not built in", name, err)
+// parse parses args under s as CanRun does (long names in full only: an
+// abbreviation unique among the fast path's options may be ambiguous, or
+// another option, among the real tool's), and says why the fast path
+// cannot run them: an option that s does not have, that does not parse
+// (a value missing), or that is among ignored, is the real tool's.
+func (s optSpec) parse(name string, args []string, ignored []string) ([]opt, string) {
+	opts, _, err := parseOptsIn(args, true, s.shorts, s.longs...)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v: the option is not built in", name, err)
 	}
-	return ""
+	for _, o := range opts {
+		dash := "-"
+		if len(o.name) > 1 {
+			dash = "--"
+		}
+		if slices.Contains(ignored, o.name) {
+			return nil, fmt.Sprintf("%s %s%s is not built in (the fast path would ignore it)", name, dash, o.name)
+		}
+		if (o.name == "color" || o.name == "colour") && !noColor(o.val) {
+			return nil, fmt.Sprintf("%s --%s=%s: colours are not built in", name, o.name, o.val)
+		}
+	}
+	return opts, ""
+}
+
+// noColor reports whether the value of a --color option makes no colours
+// when the output is not a terminal, as it never is here.
+func noColor(v string) bool {
+	switch v {
+	case "never", "no", "none", "auto", "tty", "if-tty":
+		return true
+	}
+	return false
 }
 
 // route says why the fast path cannot run the command with args, or "".
 func (d *command) route(name string, args []string) string {
 	if !d.ownArgs {
-		if why := d.opts.route(name, args); why != "" {
+		if _, why := d.opts.parse(name, args, d.ignored); why != "" {
 			return why
 		}
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"base64"}, run: cmdBase64, opts: opts("dw:i", "decode", "wrap=", "ignore-garbage")})
+	register(&command{names: []string{"base64"}, run: cmdBase64, opts: opts("dw:i", "decode", "wrap=", "ignore-garbage"), ignored: []string{"i", "ignore-garbage"}})
 }
 
 func cmdBase64(c *cmd) int {

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"basename"}, run: cmdBasename, opts: opts("as:z", "multiple", "suffix=", "zero")})
+	register(&command{names: []string{"basename"}, run: cmdBasename, opts: opts("as:z", "multiple", "suffix=", "zero"), ignored: []string{"z", "zero"}})
 }
 
 func cmdBasename(c *cmd) int {

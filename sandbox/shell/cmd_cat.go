@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"cat"}, run: cmdCat, opts: opts("nbsETAveut", "number", "number-nonblank", "squeeze-blank", "show-ends", "show-tabs", "show-all")})
+	register(&command{names: []string{"cat"}, run: cmdCat, opts: opts("nbsETAveut", "number", "number-nonblank", "squeeze-blank", "show-ends", "show-tabs", "show-all"), ignored: []string{"v"}})
 }
 
 func cmdCat(c *cmd) int {

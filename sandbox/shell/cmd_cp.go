@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&command{names: []string{"cp"}, run: cmdCp, opts: opts("rRafinvpPLHdubt:T", "recursive", "archive", "force", "interactive", "no-clobber", "verbose",
-		"preserve?", "no-dereference", "dereference", "update?", "target-directory=", "no-target-directory", "parents")})
+		"preserve?", "no-dereference", "dereference", "update?", "target-directory=", "no-target-directory", "parents"), ignored: []string{"i", "interactive", "b", "parents"}})
 }
 
 type cpOpts struct {

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"cut"}, run: cmdCut, opts: opts("d:f:c:b:sz", "delimiter=", "fields=", "characters=", "bytes=", "only-delimited", "complement", "output-delimiter=")})
+	register(&command{names: []string{"cut"}, run: cmdCut, opts: opts("d:f:c:b:sz", "delimiter=", "fields=", "characters=", "bytes=", "only-delimited", "complement", "output-delimiter="), ignored: []string{"z"}})
 }
 
 // parseList reads cut's LIST: 1,3-5,7-.

@@ -8,7 +8,7 @@ import (
 
 func init() {
 	register(&command{names: []string{"diff"}, run: cmdDiff, opts: opts("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
-		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr")})
+		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr"), ignored: []string{"B", "ignore-blank-lines", "C", "strip-trailing-cr"}})
 }
 
 // editOp is one line of an edit script: ' ' kept, '-' removed, '+' added.

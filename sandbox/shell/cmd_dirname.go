@@ -1,7 +1,7 @@
 package shell
 
 func init() {
-	register(&command{names: []string{"dirname"}, run: cmdDirname, opts: opts("z", "zero")})
+	register(&command{names: []string{"dirname"}, run: cmdDirname, opts: opts("z", "zero"), ignored: []string{"z", "zero"}})
 }
 
 func cmdDirname(c *cmd) int {

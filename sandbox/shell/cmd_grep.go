@@ -19,7 +19,7 @@ func init() {
 		"invert-match", "word-regexp", "line-regexp", "count", "files-without-match", "files-with-matches", "line-number",
 		"no-filename", "with-filename", "only-matching", "quiet", "silent", "no-messages", "recursive", "dereference-recursive",
 		"after-context=", "before-context=", "context=", "max-count=", "include=", "exclude=", "exclude-dir=", "color?", "colour?",
-		"text", "byte-offset", "binary-files=", "null", "label=", "line-buffered")})
+		"text", "byte-offset", "binary-files=", "null", "label=", "line-buffered"), ignored: []string{"z", "Z", "null", "label"}})
 }
 
 // translateRE turns a POSIX basic or extended regular expression (with

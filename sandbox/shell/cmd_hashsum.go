@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"md5sum", "sha1sum", "sha256sum", "sha512sum"}, run: cmdHash, opts: opts("cbtwz", "check", "binary", "text", "tag", "quiet", "status", "strict", "warn", "zero")})
+	register(&command{names: []string{"md5sum", "sha1sum", "sha256sum", "sha512sum"}, run: cmdHash, opts: opts("cbtwz", "check", "binary", "text", "tag", "quiet", "status", "strict", "warn", "zero"), ignored: []string{"b", "binary", "w", "warn", "z", "zero", "tag", "quiet", "status", "strict"}})
 }
 
 func cmdHash(c *cmd) int {

@@ -9,11 +9,11 @@ import (
 )
 
 func init() {
-	d := &command{names: []string{"head"}, run: cmdHead, opts: opts("n:c:qvz", "lines=", "bytes=", "quiet", "silent", "verbose"), ownArgs: true}
-	d.check = func(args []string) string { return d.opts.route("head", numArg(args)) }
+	d := &command{names: []string{"head"}, run: cmdHead, opts: opts("n:c:qvz", "lines=", "bytes=", "quiet", "silent", "verbose"), ownArgs: true, ignored: []string{"z"}}
+	d.check = func(args []string) string { _, why := d.opts.parse("head", numArg(args), d.ignored); return why }
 	register(d)
 	t := &command{names: []string{"tail"}, run: cmdTail, opts: opts("n:c:qvfF", "lines=", "bytes=", "quiet", "silent", "verbose", "follow?"), ownArgs: true}
-	t.check = func(args []string) string { return t.opts.route("tail", tailArgs(args)) }
+	t.check = func(args []string) string { _, why := t.opts.parse("tail", tailArgs(args), t.ignored); return why }
 	register(t)
 }
 

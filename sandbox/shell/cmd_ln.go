@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"ln"}, run: cmdLn, opts: opts("sfnvrTt:", "symbolic", "force", "no-dereference", "verbose", "relative", "no-target-directory", "target-directory=")})
+	register(&command{names: []string{"ln"}, run: cmdLn, opts: opts("sfnvrTt:", "symbolic", "force", "no-dereference", "verbose", "relative", "no-target-directory", "target-directory="), ignored: []string{"r", "relative", "T", "no-target-directory"}})
 }
 
 func cmdLn(c *cmd) int {

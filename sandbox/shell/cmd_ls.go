@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&command{names: []string{"ls"}, run: cmdLs, opts: opts("aAlRh1dFprtSUnogiCx", "all", "almost-all", "recursive", "human-readable", "directory",
-		"classify?", "reverse", "color?", "numeric-uid-gid", "inode", "group-directories-first", "full-time", "time-style=", "indicator-style=")})
+		"classify?", "reverse", "color?", "numeric-uid-gid", "inode", "group-directories-first", "full-time", "time-style=", "indicator-style="), ignored: []string{"C", "x", "group-directories-first", "full-time", "time-style", "indicator-style"}})
 }
 
 type lsEntry struct {

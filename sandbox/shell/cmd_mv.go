@@ -1,7 +1,7 @@
 package shell
 
 func init() {
-	register(&command{names: []string{"mv"}, run: cmdMv, opts: opts("finvut:T", "force", "interactive", "no-clobber", "verbose", "update?", "target-directory=", "no-target-directory")})
+	register(&command{names: []string{"mv"}, run: cmdMv, opts: opts("finvut:T", "force", "interactive", "no-clobber", "verbose", "update?", "target-directory=", "no-target-directory"), ignored: []string{"i", "interactive"}})
 }
 
 func cmdMv(c *cmd) int {

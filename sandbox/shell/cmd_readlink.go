@@ -1,7 +1,7 @@
 package shell
 
 func init() {
-	register(&command{names: []string{"readlink"}, run: cmdReadlink, opts: opts("femnqsvz", "canonicalize", "canonicalize-existing", "canonicalize-missing", "no-newline", "quiet", "silent", "verbose")})
+	register(&command{names: []string{"readlink"}, run: cmdReadlink, opts: opts("femnqsvz", "canonicalize", "canonicalize-existing", "canonicalize-missing", "no-newline", "quiet", "silent", "verbose"), ignored: []string{"n", "no-newline", "z", "v", "verbose"}})
 }
 
 func cmdReadlink(c *cmd) int {

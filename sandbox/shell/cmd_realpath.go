@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"realpath"}, run: cmdRealpath, opts: opts("emsqz", "canonicalize-existing", "canonicalize-missing", "strip", "no-symlinks", "quiet", "relative-to=")})
+	register(&command{names: []string{"realpath"}, run: cmdRealpath, opts: opts("emsqz", "canonicalize-existing", "canonicalize-missing", "strip", "no-symlinks", "quiet", "relative-to="), ignored: []string{"z"}})
 }
 
 func cmdRealpath(c *cmd) int {

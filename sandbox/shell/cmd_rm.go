@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"rm"}, run: cmdRm, opts: opts("rRfivdI", "recursive", "force", "verbose", "dir", "interactive?", "no-preserve-root", "preserve-root?", "one-file-system")})
+	register(&command{names: []string{"rm"}, run: cmdRm, opts: opts("rRfivdI", "recursive", "force", "verbose", "dir", "interactive?", "no-preserve-root", "preserve-root?", "one-file-system"), ignored: []string{"i", "I", "interactive"}})
 }
 
 func cmdRm(c *cmd) int {

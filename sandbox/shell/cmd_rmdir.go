@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"rmdir"}, run: cmdRmdir, opts: opts("pv", "parents", "verbose", "ignore-fail-on-non-empty")})
+	register(&command{names: []string{"rmdir"}, run: cmdRmdir, opts: opts("pv", "parents", "verbose", "ignore-fail-on-non-empty"), ignored: []string{"v", "verbose"}})
 }
 
 func cmdRmdir(c *cmd) int {

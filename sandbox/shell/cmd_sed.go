@@ -10,8 +10,8 @@ import (
 )
 
 func init() {
-	d := &command{names: []string{"sed"}, run: cmdSed, opts: opts("ne:f:Ersuz", "quiet", "silent", "expression=", "file=", "in-place?", "regexp-extended", "separate", "posix", "debug", "null-data"), ownArgs: true}
-	d.check = func(args []string) string { return d.opts.route("sed", sedArgs(args)) }
+	d := &command{names: []string{"sed"}, run: cmdSed, opts: opts("ne:f:Ersuz", "quiet", "silent", "expression=", "file=", "in-place?", "regexp-extended", "separate", "posix", "debug", "null-data"), ownArgs: true, ignored: []string{"debug"}}
+	d.check = func(args []string) string { _, why := d.opts.parse("sed", sedArgs(args), d.ignored); return why }
 	register(d)
 }
 

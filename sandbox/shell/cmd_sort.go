@@ -11,7 +11,7 @@ import (
 
 func init() {
 	register(&command{names: []string{"sort"}, run: cmdSort, opts: opts("nrufk:t:hbVsdgMo:zcC", "numeric-sort", "reverse", "unique", "ignore-case", "key=", "field-separator=",
-		"human-numeric-sort", "ignore-leading-blanks", "version-sort", "stable", "output=", "general-numeric-sort", "check?", "dictionary-order")})
+		"human-numeric-sort", "ignore-leading-blanks", "version-sort", "stable", "output=", "general-numeric-sort", "check?", "dictionary-order"), ignored: []string{"s", "stable", "d", "dictionary-order", "M", "z"}})
 }
 
 type sortKey struct {

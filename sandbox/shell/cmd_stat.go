@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"stat"}, run: cmdStat, opts: opts("c:Lt", "format=", "printf=", "dereference", "terse")})
+	register(&command{names: []string{"stat"}, run: cmdStat, opts: opts("c:Lt", "format=", "printf=", "dereference", "terse"), ignored: []string{"t", "terse"}})
 }
 
 func cmdStat(c *cmd) int {

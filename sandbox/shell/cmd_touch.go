@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"touch"}, run: cmdTouch, opts: opts("acmd:r:t:h", "no-create", "date=", "reference=", "no-dereference", "time=")})
+	register(&command{names: []string{"touch"}, run: cmdTouch, opts: opts("acmd:r:t:h", "no-create", "date=", "reference=", "no-dereference", "time="), ignored: []string{"a", "m", "h", "no-dereference"}})
 }
 
 func cmdTouch(c *cmd) int {

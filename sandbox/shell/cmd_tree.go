@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"tree"}, run: cmdTree, opts: opts("adfL:IP:", "noreport", "dirsfirst")})
+	register(&command{names: []string{"tree"}, run: cmdTree, opts: opts("adfL:IP:", "noreport", "dirsfirst"), ignored: []string{"P", "dirsfirst"}})
 }
 
 func cmdTree(c *cmd) int {
