@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -168,31 +169,20 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 		}
 		return checkCommand(words[i:], lits[i:], funcs, rt)
 	case name == "env":
-		i := 1
-		for i < len(words) && (strings.HasPrefix(words[i], "-") || strings.Contains(words[i], "=")) {
-			if words[i] == "-u" {
-				i++
-			}
-			i++
+		n, why := envOpts(words[1:])
+		if why != "" {
+			return why
 		}
-		return checkCommand(words[i:], lits[i:], funcs, rt)
+		return checkCommand(words[1+n:], lits[1+n:], funcs, rt)
 	case name == "xargs":
-		i := 1
-		for i < len(words) && strings.HasPrefix(words[i], "-") && words[i] != "-" {
-			w := words[i]
-			if w == "--" {
-				i++
-				break
-			}
-			if len(w) == 2 && strings.Contains("IdnLPsEa", w[1:]) || w == "--max-args" || w == "--delimiter" {
-				i++
-			}
-			i++
+		n, why := xargsOpts(words[1:])
+		if why != "" {
+			return why
 		}
-		if i >= len(words) {
+		if 1+n >= len(words) {
 			return ""
 		}
-		return checkCommand(words[i:], lits[i:], funcs, rt)
+		return checkCommand(words[1+n:], lits[1+n:], funcs, rt)
 	case name == "git":
 		if ok, why := gitCanRun(words, lits); !ok {
 			return why
@@ -212,17 +202,14 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 				}
 			}
 		}
-		return ""
+	case name == "printf":
+		return printfCheck(words[1:])
 	}
-	if check := argChecks[name]; check != nil {
-		if why := check(words[1:]); why != "" {
-			return why
-		}
+	// the table the commands run from (see command)
+	if d := builtins[name]; d != nil {
+		return d.route(name, words[1:])
 	}
-	if IsBuiltin(name) {
-		return ""
-	}
-	if _, ok := builtins[name]; ok {
+	if interp.IsBuiltin(name) {
 		return ""
 	}
 	return fmt.Sprintf("%s is not built in", words[0])

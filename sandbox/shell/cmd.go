@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -33,21 +34,106 @@ type cmd struct {
 
 type cmdFunc func(c *cmd) int
 
-// builtins are the commands of the fast path, besides the interpreter's
-// own (echo, printf, test, cd, pwd, true, false, read...).
-var builtins map[string]cmdFunc
+// A command is one built-in program of the fast path, as its file
+// (cmd_<name>.go) registers it. The same descriptor runs it and routes it:
+// CanRun sends a command line that run would not take as the real tool
+// does to the sandbox, and a test walks the table to check that every
+// option a command does not implement is routed so.
+type command struct {
+	names []string // the name and its aliases (grep, egrep, fgrep)
+	run   cmdFunc
+	// opts are the options run implements, in parseOpts' notation:
+	// shorts like "n:c:qv" and longs like "lines=", "follow?" or
+	// "quiet". c.flags parses with them; CanRun routes a command line
+	// with any other option, or that they do not parse, to the sandbox.
+	// A command that parses its own arguments lists what it takes here
+	// too (for the test) and says how in check.
+	opts optSpec
+	// ignored are options of opts (a letter or a long name) that run
+	// takes and does not implement (sort -M, ls -C): CanRun routes them
+	// to the sandbox, which has them. (--color is routed unless its value
+	// makes no colours, for every command.)
+	ignored []string
+	// ownArgs: run parses its arguments itself (seq's negative numbers,
+	// find's expression, awk's program...), so CanRun does not parse
+	// them with opts, and check must route every option that run does
+	// not take.
+	ownArgs bool
+	// check, if set, says why the fast path cannot run this form of the
+	// command, or "", after opts found its options good (a word
+	// computed at run time is "" in args).
+	check func(args []string) string
+}
 
-// argChecks look at the arguments of a built-in command (a word computed
-// at run time is "") and say why the fast path cannot run that form of
-// it, or "". CanRun asks them.
-var argChecks = map[string]func(args []string) string{}
+// optSpec is a command's options in parseOpts' notation.
+type optSpec struct {
+	shorts string
+	longs  []string
+}
 
-func register(fn cmdFunc, names ...string) {
-	if builtins == nil {
-		builtins = map[string]cmdFunc{}
+func opts(shorts string, longs ...string) optSpec { return optSpec{shorts, longs} }
+
+// parse parses args under s as CanRun does (long names in full only: an
+// abbreviation unique among the fast path's options may be ambiguous, or
+// another option, among the real tool's), and says why the fast path
+// cannot run them: an option that s does not have, that does not parse
+// (a value missing), or that is among ignored, is the real tool's.
+func (s optSpec) parse(name string, args []string, ignored []string) ([]opt, string) {
+	opts, _, err := parseOptsIn(args, true, s.shorts, s.longs...)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v: the option is not built in", name, err)
 	}
-	for _, n := range names {
-		builtins[n] = fn
+	for _, o := range opts {
+		dash := "-"
+		if len(o.name) > 1 {
+			dash = "--"
+		}
+		if slices.Contains(ignored, o.name) {
+			return nil, fmt.Sprintf("%s %s%s is not built in (the fast path would ignore it)", name, dash, o.name)
+		}
+		if (o.name == "color" || o.name == "colour") && !noColor(o.val) {
+			return nil, fmt.Sprintf("%s --%s=%s: colours are not built in", name, o.name, o.val)
+		}
+	}
+	return opts, ""
+}
+
+// noColor reports whether the value of a --color option makes no colours
+// when the output is not a terminal, as it never is here.
+func noColor(v string) bool {
+	switch v {
+	case "never", "no", "none", "auto", "tty", "if-tty":
+		return true
+	}
+	return false
+}
+
+// route says why the fast path cannot run the command with args, or "".
+func (d *command) route(name string, args []string) string {
+	if !d.ownArgs {
+		if _, why := d.opts.parse(name, args, d.ignored); why != "" {
+			return why
+		}
+	}
+	if d.check != nil {
+		return d.check(args)
+	}
+	return ""
+}
+
+// builtins are the commands of the fast path by name, besides the
+// interpreter's own (echo, printf, test, cd, pwd, true, false, read...).
+var builtins map[string]*command
+
+func register(d *command) {
+	if builtins == nil {
+		builtins = map[string]*command{}
+	}
+	for _, n := range d.names {
+		if builtins[n] != nil {
+			panic("shell: command registered twice: " + n)
+		}
+		builtins[n] = d
 	}
 }
 
@@ -135,7 +221,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 			fmt.Fprintf(c.stderr, "bash: %s is not supported by the shell fast path\n", c.args[1])
 			code = 2
 		default:
-			fn, ok := builtins[name]
+			d, ok := builtins[name]
 			if !ok {
 				if strings.Contains(args[0], "/") {
 					code = c.execPath(args)
@@ -144,7 +230,7 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 				code = c.notFound(args[0])
 				break
 			}
-			code = fn(c)
+			code = d.run(c)
 		}
 		if err := c.out.Flush(); err != nil && code == 0 {
 			if err != errOutputLimit && errno(err) != syscall.EPIPE {
@@ -182,11 +268,11 @@ func (c *cmd) notFound(arg string) int {
 // run runs another command (xargs, find -exec) with the given streams.
 func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 	name := commandName(args[0])
-	if fn, ok := builtins[name]; ok {
+	if d, ok := builtins[name]; ok {
 		sub := &cmd{ctx: c.ctx, r: c.r, hc: c.hc, name: name, args: append([]string{name}, args[1:]...),
 			dir: c.dir, env: c.env, stdin: stdin, stdout: stdout, stderr: c.stderr}
 		sub.out = bufio.NewWriterSize(stdout, 32<<10)
-		code := fn(sub)
+		code := d.run(sub)
 		sub.out.Flush()
 		sub.release()
 		return code

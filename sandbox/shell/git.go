@@ -33,8 +33,6 @@ import (
 	"github.com/computerfs/computerfs/wsfs"
 )
 
-func init() { register(cmdGit, "git") }
-
 // flagKind says how a flag takes its value.
 type flagKind int
 
@@ -400,6 +398,10 @@ func (g *gitCmd) lstatWork(p string) (kv.Attr, error) {
 		return kv.Attr{}, syscall.ENOENT
 	}
 	return g.wfs.Store().GetAttr(d.Ino)
+}
+
+func init() {
+	register(&command{names: []string{"git"}, run: cmdGit, ownArgs: true}) // routed by gitCanRun
 }
 
 func cmdGit(c *cmd) int {

@@ -16,6 +16,14 @@ type opt struct {
 // "color?" (optional value) or "quiet". Options and operands may mix;
 // "--" ends the options. Long names may be abbreviated.
 func parseOpts(args []string, shorts string, longs ...string) ([]opt, []string, error) {
+	return parseOptsIn(args, false, shorts, longs...)
+}
+
+// parseOptsIn is parseOpts; exact takes long names in full only, as CanRun
+// does: an abbreviation that is one of the fast path's options may be
+// ambiguous, or another option, among the real tool's (sort --version
+// is not --version-sort).
+func parseOptsIn(args []string, exact bool, shorts string, longs ...string) ([]opt, []string, error) {
 	var opts []opt
 	var operands []string
 	takes := func(l byte) (bool, bool) {
@@ -45,7 +53,7 @@ func parseOpts(args []string, shorts string, longs ...string) ([]opt, []string, 
 					match, kind = ln, k
 					break
 				}
-				if strings.HasPrefix(ln, name) {
+				if strings.HasPrefix(ln, name) && !exact {
 					if match != "" && match != ln {
 						return nil, nil, fmt.Errorf("option '--%s' is ambiguous", name)
 					}
@@ -98,10 +106,12 @@ func parseOpts(args []string, shorts string, longs ...string) ([]opt, []string, 
 	return opts, operands, nil
 }
 
-// flags parses options for c, reporting errors as GNU tools do (status 2
-// for some tools, 1 for most: the caller picks).
-func (c *cmd) flags(shorts string, longs ...string) ([]opt, []string, bool) {
-	o, rest, err := parseOpts(c.args[1:], shorts, longs...)
+// flags parses the options of c with its command's spec (the one CanRun
+// routes by), reporting errors as GNU tools do (status 2 for some tools, 1
+// for most: the caller picks).
+func (c *cmd) flags() ([]opt, []string, bool) {
+	s := builtins[c.name].opts
+	o, rest, err := parseOpts(c.args[1:], s.shorts, s.longs...)
 	if err != nil {
 		c.errorf("%v", err)
 		fmt.Fprintf(c.stderr, "Try '%s --help' for more information.\n", c.name)

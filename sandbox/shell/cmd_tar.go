@@ -17,8 +17,7 @@ import (
 )
 
 func init() {
-	register(cmdTar, "tar")
-	argChecks["tar"] = tarCheck
+	register(&command{names: []string{"tar"}, run: cmdTar, opts: opts(tarShorts, tarLongs...), ownArgs: true, check: tarCheck})
 }
 
 // tarCheck says which tar forms the fast path cannot run: other
@@ -48,7 +47,7 @@ func tarCheck(args []string) string {
 		case len(a) > 1 && a[0] == '-':
 			for j := 1; j < len(a); j++ {
 				l := a[j]
-				if strings.IndexByte("JZPXruAd", l) >= 0 {
+				if strings.IndexByte("JZPXruAd", l) >= 0 || strings.IndexByte(tarShorts, l) < 0 {
 					return fmt.Sprintf("tar -%c is not built in", l)
 				}
 				if strings.IndexByte(tarShortValue, l) >= 0 {
@@ -129,6 +128,10 @@ type tarCmd struct {
 
 // Short options of tar that take a value.
 const tarShortValue = "fCX"
+
+// tarShorts are the short options that tarCmd.short takes (without the
+// ones it refuses: JZPXruAd).
+const tarShorts = "cxtfCzjavOkhpom"
 
 // tarUsage ends an invocation error as GNU tar does.
 func (t *tarCmd) usage(format string, a ...any) int {

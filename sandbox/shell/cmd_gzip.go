@@ -13,10 +13,9 @@ import (
 )
 
 func init() {
-	register(cmdGzip, "gzip", "gunzip", "zcat")
-	for _, n := range []string{"gzip", "gunzip", "zcat"} {
-		argChecks[n] = gzipCheck
-	}
+	register(&command{names: []string{"gzip", "gunzip", "zcat"}, run: cmdGzip, opts: opts("cdfkltnNqvr123456789S:",
+		"stdout", "to-stdout", "decompress", "uncompress", "force", "keep", "list", "test",
+		"no-name", "name", "quiet", "verbose", "fast", "best", "suffix=", "recursive"), check: gzipCheck})
 }
 
 // gzipCheck: gzip -r is not built in.
@@ -71,9 +70,7 @@ func cmdGzip(c *cmd) int {
 	case "zcat":
 		g.decompress, g.stdout = true, true
 	}
-	opts, files, ok := c.flags("cdfkltnNqvr123456789S:",
-		"stdout", "to-stdout", "decompress", "uncompress", "force", "keep", "list", "test",
-		"no-name", "name", "quiet", "verbose", "fast", "best", "suffix=", "recursive")
+	opts, files, ok := c.flags()
 	if !ok {
 		return 1
 	}

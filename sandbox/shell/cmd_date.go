@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-func init() { register(cmdDate, "date") }
+func init() {
+	register(&command{names: []string{"date"}, run: cmdDate, opts: opts("d:r:uRIs:", "date=", "reference=", "utc", "universal", "rfc-2822", "iso-8601?", "rfc-3339=")})
+}
 
 // parseDate reads the date forms agents give date -d and touch -d.
 func parseDate(s string, now time.Time) (time.Time, bool) {
@@ -67,7 +69,7 @@ func parseDate(s string, now time.Time) (time.Time, bool) {
 }
 
 func cmdDate(c *cmd) int {
-	opts, rest, ok := c.flags("d:r:uRIs:", "date=", "reference=", "utc", "universal", "rfc-2822", "iso-8601?", "rfc-3339=")
+	opts, rest, ok := c.flags()
 	if !ok {
 		return 1
 	}

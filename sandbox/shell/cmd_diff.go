@@ -6,7 +6,10 @@ import (
 	"strings"
 )
 
-func init() { register(cmdDiff, "diff") }
+func init() {
+	register(&command{names: []string{"diff"}, run: cmdDiff, opts: opts("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
+		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr"), ignored: []string{"B", "ignore-blank-lines", "C", "strip-trailing-cr"}})
+}
 
 // editOp is one line of an edit script: ' ' kept, '-' removed, '+' added.
 type editOp struct {
@@ -204,8 +207,7 @@ func shiftRuns(lines []string, ch, other []bool) {
 }
 
 func cmdDiff(c *cmd) int {
-	opts, args, ok := c.flags("uU:qbwBiNraC:", "unified?", "brief", "ignore-space-change", "ignore-all-space", "ignore-blank-lines",
-		"ignore-case", "new-file", "recursive", "text", "color?", "label=", "strip-trailing-cr")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 2
 	}

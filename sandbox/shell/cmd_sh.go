@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,12 +15,14 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+func init() {
+	register(&command{names: []string{"sh", "bash", "dash"}, run: cmdShell, opts: opts(shellShorts), ownArgs: true}) // routed by router.shell
+}
+
 // Scripts in the workspace (sh x.sh, bash -c '...', ./x.sh with a shell
 // shebang) run in a nested interpreter on the same namespace, with their
 // own positional parameters, options and exit status, and only the
 // exported variables of their caller, as a child bash would have.
-
-func init() { register(cmdShell, "sh", "bash", "dash") }
 
 // maxScriptDepth bounds scripts running scripts.
 const maxScriptDepth = 64
@@ -389,6 +392,13 @@ func (rt *router) read(p string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxScriptSize))
 }
 
+// shellShorts and shellLongs are the options of sh and bash that cmdShell
+// takes and CanRun lets run here (-x and -v, which it takes, are routed:
+// the trace would be the fast path's, not bash's).
+const shellShorts = "csloeufna"
+
+var shellLongs = []string{"--norc", "--noprofile", "--login", "--posix", "--noediting"}
+
 // shell checks sh/bash/dash: a literal -c string is checked like eval;
 // a script file is read (CanRunIn only); a script from stdin is unknown.
 func (rt *router) shell(words []string, lits []bool, funcs map[string]bool) string {
@@ -404,11 +414,22 @@ func (rt *router) shell(words []string, lits []bool, funcs map[string]bool) stri
 			i++
 			break
 		}
-		if len(a) < 2 || a[0] != '-' && a[0] != '+' || strings.HasPrefix(a, "--") {
-			if strings.HasPrefix(a, "--") {
-				continue
+		if strings.HasPrefix(a, "--") {
+			if isPOSIXShell(name) || !slices.Contains(shellLongs, a) {
+				return name + " " + a + " is not built in"
 			}
+			continue
+		}
+		if len(a) < 2 || a[0] != '-' && a[0] != '+' {
 			break
+		}
+		for _, l := range a[1:] {
+			switch {
+			case l == 'x' || l == 'v':
+				return fmt.Sprintf("%s -%c: the trace of the script is bash's only in the sandbox (as set -x's xtrace)", name, l)
+			case !strings.ContainsRune(shellShorts, l):
+				return fmt.Sprintf("%s -%c is not built in", name, l)
+			}
 		}
 		if strings.ContainsRune(a, 's') && a[0] == '-' {
 			return name + " -s reads its script from stdin"
@@ -418,6 +439,9 @@ func (rt *router) shell(words []string, lits []bool, funcs map[string]bool) stri
 		}
 		if strings.HasSuffix(a, "o") {
 			i++
+			if i < len(words) && (words[i] == "xtrace" || words[i] == "verbose") {
+				return fmt.Sprintf("%s -o %s: the trace of the script is bash's only in the sandbox (as set -x's xtrace)", name, words[i])
+			}
 		}
 	}
 	if i >= len(words) {

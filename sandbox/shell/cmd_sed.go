@@ -9,7 +9,11 @@ import (
 	"strings"
 )
 
-func init() { register(cmdSed, "sed") }
+func init() {
+	d := &command{names: []string{"sed"}, run: cmdSed, opts: opts("ne:f:Ersuz", "quiet", "silent", "expression=", "file=", "in-place?", "regexp-extended", "separate", "posix", "debug", "null-data"), ownArgs: true, ignored: []string{"debug"}}
+	d.check = func(args []string) string { _, why := d.opts.parse("sed", sedArgs(args), d.ignored); return why }
+	register(d)
+}
 
 type sedAddr struct {
 	kind  byte // 'n' line, '$' last, 'r' regex, '~' step, 0 none
@@ -459,16 +463,23 @@ type sedState struct {
 	exitCode int
 }
 
-func cmdSed(c *cmd) int {
-	for i, a := range c.args[1:] {
+// sedArgs rewrites -i[SUFFIX] as --in-place=SUFFIX, as sed reads it.
+func sedArgs(args []string) []string {
+	args = append([]string(nil), args...)
+	for i, a := range args {
 		if a == "--" {
 			break
 		}
 		if strings.HasPrefix(a, "-i") {
-			c.args[i+1] = "--in-place=" + a[2:]
+			args[i] = "--in-place=" + a[2:]
 		}
 	}
-	opts, args, ok := c.flags("ne:f:Ersuz", "quiet", "silent", "expression=", "file=", "in-place?", "regexp-extended", "separate", "posix", "debug", "null-data")
+	return args
+}
+
+func cmdSed(c *cmd) int {
+	c.args = append(c.args[:1], sedArgs(c.args[1:])...)
+	opts, args, ok := c.flags()
 	if !ok {
 		return 1
 	}

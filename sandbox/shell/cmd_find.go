@@ -11,7 +11,9 @@ import (
 	"time"
 )
 
-func init() { register(cmdFind, "find") }
+func init() {
+	register(&command{names: []string{"find"}, run: cmdFind, opts: opts("HLP"), ownArgs: true, check: findCheck})
+}
 
 type findCtx struct {
 	c        *cmd
@@ -42,6 +44,64 @@ type findNode struct {
 	argv  []string
 	batch bool
 	t     time.Time
+}
+
+// findPrimaries are the tests, actions and options of find's expression
+// that findParser.primary takes, with how many words follow them (-1:
+// a command, to ";" or "+"). -ok (which asks) and -fprintf (which
+// writes a file) are not among them.
+var findPrimaries = map[string]int{
+	"-name": 1, "-iname": 1, "-path": 1, "-ipath": 1, "-wholename": 1, "-type": 1, "-regex": 1, "-iregex": 1,
+	"-maxdepth": 1, "-mindepth": 1, "-depth": 0, "-xdev": 0, "-mount": 0, "-noleaf": 0, "-ignore_readdir_race": 0,
+	"-follow": 0, "-empty": 0, "-true": 0, "-false": 0, "-prune": 0, "-quit": 0, "-print": 0, "-print0": 0,
+	"-delete": 0, "-printf": 1, "-size": 1, "-mtime": 1, "-mmin": 1, "-perm": 1, "-newer": 1, "-exec": -1, "-execdir": -1,
+	"!": 0, "(": 0, ")": 0, "-not": 0, "-o": 0, "-or": 0, "-a": 0, "-and": 0,
+}
+
+// findCheck routes a find command line with an option or a part of the
+// expression that cmdFind does not take. (The commands of -exec are
+// checked in checkCommand.)
+func findCheck(args []string) string {
+	i := 0
+	for i < len(args) && !strings.HasPrefix(args[i], "-") && args[i] != "!" && args[i] != "(" {
+		i++
+	}
+	for i < len(args) && (args[i] == "-L" || args[i] == "-P" || args[i] == "-H") {
+		i++
+		for i < len(args) && !strings.HasPrefix(args[i], "-") && args[i] != "!" && args[i] != "(" {
+			i++
+		}
+	}
+	operand := false // the expression so far ends with an operand
+	for ; i < len(args); i++ {
+		a := args[i]
+		n, ok := findPrimaries[a]
+		if !ok {
+			return "find " + a + " is not built in"
+		}
+		switch a {
+		case "-o", "-or", "-a", "-and":
+			if !operand || i == len(args)-1 {
+				return "find " + a + " with nothing before or after it"
+			}
+			operand = false
+			continue
+		case "!", "-not", "(":
+			operand = false
+			continue
+		}
+		operand = true
+		switch {
+		case n < 0:
+			for i+1 < len(args) && args[i+1] != ";" && args[i+1] != "+" {
+				i++
+			}
+			i++
+		default:
+			i += n
+		}
+	}
+	return ""
 }
 
 func cmdFind(c *cmd) int {

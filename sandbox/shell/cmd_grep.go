@@ -14,7 +14,12 @@ import (
 )
 
 func init() {
-	register(cmdGrep, "grep", "egrep", "fgrep")
+	register(&command{names: []string{"grep", "egrep", "fgrep"}, run: cmdGrep, opts: opts("EFGPe:f:iyvwxcLlnhHoqsrRA:B:C:m:abIZz0123456789",
+		"extended-regexp", "fixed-strings", "basic-regexp", "perl-regexp", "regexp=", "file=", "ignore-case", "no-ignore-case",
+		"invert-match", "word-regexp", "line-regexp", "count", "files-without-match", "files-with-matches", "line-number",
+		"no-filename", "with-filename", "only-matching", "quiet", "silent", "no-messages", "recursive", "dereference-recursive",
+		"after-context=", "before-context=", "context=", "max-count=", "include=", "exclude=", "exclude-dir=", "color?", "colour?",
+		"text", "byte-offset", "binary-files=", "null", "label=", "line-buffered"), ignored: []string{"z", "Z", "null", "label"}})
 }
 
 // translateRE turns a POSIX basic or extended regular expression (with
@@ -151,12 +156,7 @@ type grepOpts struct {
 }
 
 func cmdGrep(c *cmd) int {
-	opts, args, ok := c.flags("EFGPe:f:iyvwxcLlnhHoqsrRA:B:C:m:abIZz0123456789",
-		"extended-regexp", "fixed-strings", "basic-regexp", "perl-regexp", "regexp=", "file=", "ignore-case", "no-ignore-case",
-		"invert-match", "word-regexp", "line-regexp", "count", "files-without-match", "files-with-matches", "line-number",
-		"no-filename", "with-filename", "only-matching", "quiet", "silent", "no-messages", "recursive", "dereference-recursive",
-		"after-context=", "before-context=", "context=", "max-count=", "include=", "exclude=", "exclude-dir=", "color?", "colour?",
-		"text", "byte-offset", "binary-files=", "null", "label=", "line-buffered")
+	opts, args, ok := c.flags()
 	if !ok {
 		return 2
 	}

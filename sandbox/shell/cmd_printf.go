@@ -12,14 +12,14 @@ import (
 // sends printf here, but for printf -v (which sets a variable).
 const printfCmd = "\x00printf"
 
-func init() {
-	// printf -v is the interpreter's, which does not have it
-	argChecks["printf"] = func(args []string) string {
-		if len(args) > 0 && args[0] == "-v" {
-			return "printf -v is not built in"
-		}
-		return ""
+// printfCheck routes printf, the one builtin of the interpreter that
+// CanRun checks the arguments of: printf -v is the interpreter's, which
+// does not have it.
+func printfCheck(args []string) string {
+	if len(args) > 0 && args[0] == "-v" {
+		return "printf -v is not built in"
 	}
+	return ""
 }
 
 // cmdPrintf formats its arguments as bash's printf does, reusing the

@@ -1,0 +1,25 @@
+package shell
+
+import (
+	"strings"
+)
+
+func init() {
+	register(&command{names: []string{"which"}, run: cmdWhich, opts: opts("as", "all", "skip-alias")})
+}
+
+func cmdWhich(c *cmd) int {
+	_, names, ok := c.flags()
+	if !ok {
+		return 1
+	}
+	status := 0
+	for _, n := range names {
+		if p, ok := builtinPath(n); ok && !strings.Contains(n, "/") {
+			c.out.WriteString(p + "\n")
+		} else {
+			status = 1
+		}
+	}
+	return status
+}
