@@ -19,8 +19,9 @@ help: ## show this help
 deps: ## install the Debian packages the build and the tests need and the machine lacks (scripts/packages.txt)
 	@./scripts/deps.sh
 
-build: deps ## build bin/computerfs and bin/sandboxctl
+build: deps ## build bin/computerfs, bin/computerfs-exec (the thin exec client) and bin/sandboxctl
 	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/computerfs ./cmd/computerfs
+	$(GO) build -o $(BIN)/computerfs-exec ./cmd/computerfs-exec
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
 test: deps lint ## run every test under -race (needs root and /dev/fuse)
