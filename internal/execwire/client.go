@@ -2,29 +2,29 @@ package execwire
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
+	"syscall"
 )
 
 // Client runs commands through the control socket of one workspace's
 // daemon. It speaks just enough HTTP for the exec call, over a connection
 // of its own, without net/http: that package and its dependencies (TLS,
 // x509, HTTP/2) took about a millisecond of start-up and of CPU per run of
-// the thin client, whose whole point is to start fast.
+// the thin client, whose whole point is to start fast. The connection is
+// a blocking socket read by plain system calls (see sockConn).
 type Client struct {
 	mp, store, sock string
-	pid             int      // the daemon's, when Dial found it
-	conn            net.Conn // opened by Dial, used by the first Exec
+	pid             int       // the daemon's, when Dial found it
+	conn            *sockConn // opened by Dial, used by the first Exec
 }
 
 // Dial finds the daemon serving the computerfs mount at mountpoint and
@@ -48,17 +48,16 @@ func Dial(mountpoint string) (*Client, error) {
 		return nil, fmt.Errorf("workspace at %s: no control socket (%w)", mp, err)
 	}
 	c.pid = StorePid(store)
-	if c.conn, err = c.dial(context.Background()); err != nil {
+	if c.conn, err = c.dial(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // dial connects to the control socket.
-func (c *Client) dial(ctx context.Context) (conn net.Conn, err error) {
+func (c *Client) dial() (conn *sockConn, err error) {
 	err = WithSocketAddr(c.sock, func(addr string) (err error) {
-		var d net.Dialer
-		conn, err = d.DialContext(ctx, "unix", addr)
+		conn, err = dialUnix(addr)
 		return err
 	})
 	if err == nil {
@@ -91,14 +90,14 @@ func (c *Client) Exec(ctx context.Context, req Request, stdout, stderr io.Writer
 	conn := c.conn
 	c.conn = nil
 	if conn == nil {
-		if conn, err = c.dial(ctx); err != nil {
+		if conn, err = c.dial(); err != nil {
 			return Result{}, err
 		}
 	}
 	defer conn.Close()
-	// Closing the connection unblocks the reads below and tells the
-	// daemon to stop the command.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	// Shutting the connection down unblocks the reads below and tells
+	// the daemon to stop the command.
+	stop := context.AfterFunc(ctx, conn.shutdown)
 	defer stop()
 	res, err := c.exec(conn, body, stdout, stderr)
 	if err != nil && ctx.Err() != nil {
@@ -110,10 +109,9 @@ func (c *Client) Exec(ctx context.Context, req Request, stdout, stderr io.Writer
 // exec sends one request on conn and reads its answer. HTTP/1.0, so that
 // the answer is neither chunked nor kept alive: its body ends when the
 // daemon closes the connection.
-func (c *Client) exec(conn net.Conn, body []byte, stdout, stderr io.Writer) (Result, error) {
-	var head bytes.Buffer
-	fmt.Fprintf(&head, "POST %s HTTP/1.0\r\nHost: computerfs\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", Path, len(body))
-	if _, err := (&net.Buffers{head.Bytes(), body}).WriteTo(conn); err != nil {
+func (c *Client) exec(conn *sockConn, body []byte, stdout, stderr io.Writer) (Result, error) {
+	req := fmt.Appendf(nil, "POST %s HTTP/1.0\r\nHost: computerfs\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", Path, len(body))
+	if _, err := conn.Write(append(req, body...)); err != nil {
 		return Result{}, c.lost(fmt.Errorf("control socket: %w", err))
 	}
 	br := bufio.NewReaderSize(conn, 64<<10)
@@ -190,4 +188,83 @@ func readLine(br *bufio.Reader) (string, error) {
 		return "", err
 	}
 	return strings.TrimRight(string(line), "\r\n"), nil
+}
+
+// sockConn is a connected unix socket in blocking mode, read and written
+// with plain system calls: the thread that waits for the daemon's answer
+// sleeps in read(2) and is woken by it, where the net package's poller
+// would park the goroutine and hand the wake-up through another thread.
+type sockConn struct {
+	mu sync.Mutex // held to shut the socket down or close it
+	fd int        // -1 once closed
+}
+
+// dialUnix connects to the unix socket at addr, with net.Dial's errors.
+func dialUnix(addr string) (*sockConn, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: addr})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("dial unix %s: %w", addr, os.NewSyscallError("connect", err))
+	}
+	return &sockConn{fd: fd}, nil
+}
+
+func (c *sockConn) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(c.fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (c *sockConn) Write(p []byte) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := syscall.Write(c.fd, p[done:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, os.NewSyscallError("write", err)
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// shutdown ends the connection both ways: a read waiting in another
+// goroutine returns, and the daemon sees its client gone.
+func (c *sockConn) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fd >= 0 {
+		syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+	}
+}
+
+func (c *sockConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fd < 0 {
+		return nil
+	}
+	err := syscall.Close(c.fd)
+	c.fd = -1
+	return err
 }
