@@ -179,7 +179,7 @@ func BenchmarkExecClients(b *testing.B) {
 			return spawn(filepath.Join(shm, "repo"), nil, "bash", "-c", command)()
 		}},
 	}
-	const bashMount = 4
+	const bashMount, bashTmpfs = 4, 5
 	names := make([]string, len(variants))
 	for i, v := range variants {
 		names[i] = v.name
@@ -210,7 +210,7 @@ func BenchmarkExecClients(b *testing.B) {
 		}
 		wall := func(s execSample) time.Duration { return s.wall }
 		cpu := func(s execSample) time.Duration { return s.cpu }
-		fmt.Printf("\n%s\n%s\n%s", execSummary(names, rows, bashMount), benchtab.Table("Latency", names, rows, pairs, wall),
+		fmt.Printf("\n%s\n%s\n%s", execSummary(names, rows, bashMount, bashTmpfs), benchtab.Table("Latency", names, rows, pairs, wall),
 			benchtab.Table("CPU of every process involved", names, rows, pairs, cpu))
 		for v, key := range []string{"thin", "cli", "socket", "mcp", "bash-mount", "bash-tmpfs"} {
 			b.ReportMetric(float64(medianOfMedians(rows, v, wall).Microseconds()), key+"-µs")
@@ -220,31 +220,43 @@ func BenchmarkExecClients(b *testing.B) {
 
 // execSummary is one line per variant: the median over commands of each
 // command's median latency, the p99 of every run's, the median CPU, and
-// the median over commands of the ratio of the same round to variant
-// base's latency.
-func execSummary(names []string, rows []benchtab.Row[execSample], base int) string {
+// the median over commands of the ratio of the same round to variants
+// bases' latency and CPU.
+func execSummary(names []string, rows []benchtab.Row[execSample], bases ...int) string {
 	var t strings.Builder
-	fmt.Fprintf(&t, "%d commands, %d rounds: median over commands of each command's median; p99 over every run; ratio: median over commands of the median ratio to %s in the same round\n\n", len(rows), len(rows[0].Runs), names[base])
-	fmt.Fprintf(&t, "| client | median latency | p99 latency | median CPU | latency ÷ %s | CPU ÷ %s |\n|---|---:|---:|---:|---:|---:|\n", names[base], names[base])
+	fmt.Fprintf(&t, "%d commands, %d rounds: median over commands of each command's median; p99 over every run; ratio: median over commands of the median ratio in the same round\n\n", len(rows), len(rows[0].Runs))
+	fmt.Fprint(&t, "| client | median latency | p99 latency | median CPU |")
+	for _, base := range bases {
+		fmt.Fprintf(&t, " latency ÷ %s | CPU ÷ %s |", names[base], names[base])
+	}
+	t.WriteString("\n|---|---:|---:|---:|" + strings.Repeat("---:|---:|", len(bases)) + "\n")
 	wall := func(s execSample) time.Duration { return s.wall }
 	cpu := func(s execSample) time.Duration { return s.cpu }
+	// ratio is the median over commands of the median ratio of v's metric
+	// to base's in the same round.
+	ratio := func(v, base int, metric func(execSample) time.Duration) float64 {
+		var m []float64
+		for _, r := range rows {
+			q := benchtab.Ratios(r.Runs, benchtab.Of(v, base), metric)
+			m = append(m, q[len(q)/2])
+		}
+		slices.Sort(m)
+		return m[len(m)/2]
+	}
 	for v, name := range names {
 		var all []time.Duration
-		var wq, cq []float64
 		for _, r := range rows {
 			for _, round := range r.Runs {
 				all = append(all, round[v].wall)
 			}
-			q := benchtab.Ratios(r.Runs, benchtab.Of(v, base), wall)
-			wq = append(wq, q[len(q)/2])
-			q = benchtab.Ratios(r.Runs, benchtab.Of(v, base), cpu)
-			cq = append(cq, q[len(q)/2])
 		}
 		slices.Sort(all)
-		slices.Sort(wq)
-		slices.Sort(cq)
-		fmt.Fprintf(&t, "| %s | %v | %v | %v | %.2f | %.2f |\n", name, medianOfMedians(rows, v, wall).Round(10*time.Microsecond),
-			all[len(all)*99/100].Round(10*time.Microsecond), medianOfMedians(rows, v, cpu).Round(10*time.Microsecond), wq[len(wq)/2], cq[len(cq)/2])
+		fmt.Fprintf(&t, "| %s | %v | %v | %v |", name, medianOfMedians(rows, v, wall).Round(10*time.Microsecond),
+			all[len(all)*99/100].Round(10*time.Microsecond), medianOfMedians(rows, v, cpu).Round(10*time.Microsecond))
+		for _, base := range bases {
+			fmt.Fprintf(&t, " %.2f | %.2f |", ratio(v, base, wall), ratio(v, base, cpu))
+		}
+		t.WriteString("\n")
 	}
 	return t.String()
 }
