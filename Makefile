@@ -19,8 +19,9 @@ help: ## show this help
 deps: ## install the Debian packages the build and the tests need and the machine lacks (scripts/packages.txt)
 	@./scripts/deps.sh
 
-build: deps ## build bin/computerfs and bin/sandboxctl
+build: deps ## build bin/computerfs, bin/computerfs-exec (the thin exec client) and bin/sandboxctl
 	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/computerfs ./cmd/computerfs
+	$(GO) build -o $(BIN)/computerfs-exec ./cmd/computerfs-exec
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
 test: deps lint ## run every test under -race (needs root and /dev/fuse)
@@ -39,8 +40,9 @@ bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync bench
 bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./sources/ | tee bench/sources.txt
 
-bench-exec: ## latency of the shell corpus through the daemon: fast path vs sandbox vs bash on tmpfs
+bench-exec: ## latency of the shell corpus through the daemon: fast path vs sandbox vs bash on tmpfs; then agent commands from every client (computerfs-exec, computerfs exec, the control socket, MCP) vs bash -c on the mount and on tmpfs (median, p99, CPU; BENCH_EXEC_ROUNDS)
 	$(GO) test -tags '$(TAGS)' -run '^$$' -bench 'Corpus|ExecBackends' -benchtime 1x -timeout 30m ./sandbox/shell/ | tee bench/exec.txt
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench 'ExecClients' -benchtime 1x -timeout 30m . | tee -a bench/exec.txt
 
 bench-sandbox: build ## benchmark the sandbox's cold and warm starts against runc and bwrap, and a Go build in it on the mount against one on disk (ratios)
 	$(GO) run -tags '$(TAGS)' ./sandbox/bench -sandboxctl $(BIN)/sandboxctl -computerfs $(BIN)/computerfs -build | tee bench/sandbox.txt

@@ -14,16 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
-	"github.com/computerfs/computerfs/internal/proc"
+	"github.com/computerfs/computerfs/internal/execwire"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/syncer"
-	"golang.org/x/sys/unix"
 )
 
 // The control socket: a running workspace's daemon answers HTTP+JSON on a
@@ -40,7 +38,7 @@ import (
 //	POST /v1/tools/T   call the agent tool T (see tools.go)
 //	GET  /v1/audit     the tools' audit records
 
-const controlSocket = "control.sock"
+const controlSocket = execwire.SocketName
 
 // Status describes a running workspace.
 type Status struct {
@@ -118,29 +116,10 @@ func (w *Workspace) stopControl() {
 	}
 }
 
-// maxSocketPath is the longest path a unix socket address holds (sun_path
-// is 108 bytes, with a terminating NUL).
-const maxSocketPath = 107
-
-// withSocketAddr calls f with an address for the unix socket at path (to
-// bind or to connect): the path itself, or, when that is too long for a
-// socket address (a store deep in a directory tree), the same file reached
-// through a descriptor of its directory, /proc/self/fd/N/NAME, which is
-// open only while f runs.
+// withSocketAddr calls f with an address for the unix socket at path (see
+// execwire.WithSocketAddr).
 func withSocketAddr(path string, f func(addr string) error) error {
-	if len(path) <= maxSocketPath {
-		return f(path)
-	}
-	dir, err := os.OpenFile(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	addr := fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path))
-	if len(addr) > maxSocketPath {
-		return fmt.Errorf("socket path %s: name too long", path)
-	}
-	return f(addr)
+	return execwire.WithSocketAddr(path, f)
 }
 
 func writeJSON(rw http.ResponseWriter, v any) {
@@ -337,74 +316,15 @@ type Client struct {
 // computerfs mount at Mountpoint has no daemon answering for it any more
 // (killed, crashed): its control socket is refused or missing. Mounting
 // the store again replaces the dead mount.
-type DaemonGoneError struct {
-	Mountpoint string
-	Store      string
-	Pid        int // the pid the store's lock file last recorded; 0 if none
-	// Running: a process of that pid still runs (a daemon that is ending,
-	// or an unrelated process that was given the pid).
-	Running bool
-}
-
-func (e *DaemonGoneError) Error() string {
-	who := "the daemon for " + e.Mountpoint
-	if e.Pid > 0 {
-		who += fmt.Sprintf(", pid %d,", e.Pid)
-	}
-	remedy := "run computerfs mount --store " + shellQuote(e.Store) + " " + shellQuote(e.Mountpoint)
-	if e.Running {
-		return who + " does not answer on its control socket: if it is not ending, unmount the workspace and " + remedy
-	}
-	return who + " is gone: " + remedy
-}
-
-// shellQuote quotes s for a shell if it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%=,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+type DaemonGoneError = execwire.DaemonGoneError
 
 // gone tells whether a failure to reach the control socket means that the
 // daemon is gone, and if so returns the error that says so.
-func gone(mp, store string, err error) error {
-	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	pid := storePid(store)
-	return &DaemonGoneError{Mountpoint: mp, Store: store, Pid: pid, Running: pid > 0 && !ended(pid)}
-}
+func gone(mp, store string, err error) error { return execwire.Gone(mp, store, err) }
 
 // lost is the error of a call whose connection broke off (err): a
 // *DaemonGoneError if the daemon that was asked has ended.
-func (c *Client) lost(err error) error {
-	if c.pid <= 0 || !brokenConn(err) || !ended(c.pid) {
-		return err
-	}
-	return &DaemonGoneError{Mountpoint: c.mp, Store: c.store, Pid: c.pid}
-}
-
-// errNoResult: the daemon's answer ended before it was complete.
-var errNoResult = errors.New("the daemon's answer ended without a result")
-
-// brokenConn tells whether err is a connection to the daemon that broke
-// off (not a cancellation, not an answer that could not be read).
-func brokenConn(err error) bool {
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errNoResult) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-}
-
-// ended tells whether process pid has ended, or does within a second: a
-// killed daemon's connections close while it exits.
-func ended(pid int) bool {
-	for deadline := time.Now().Add(time.Second); proc.Running(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
+func (c *Client) lost(err error) error { return execwire.Lost(c.mp, c.store, c.pid, err) }
 
 // transportErr is the error of a call that did not reach the daemon.
 func (c *Client) transportErr(err error) error {

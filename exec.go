@@ -19,47 +19,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/execwire"
 	"github.com/computerfs/computerfs/sandbox"
 	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sandbox/shell"
 )
 
-// ExecRequest is a command to run on the workspace.
-type ExecRequest struct {
-	Command string   `json:"command"`
-	Backend string   `json:"backend,omitempty"` // "shell", "sandbox" or "auto" (default)
-	Cwd     string   `json:"cwd,omitempty"`     // default /workspace
-	Env     []string `json:"env,omitempty"`
-	Timeout string   `json:"timeout,omitempty"` // a Go duration
-	Stdin   []byte   `json:"stdin,omitempty"`
-	// Network is "none" (default) or "host": the sandbox's network. The
-	// daemon refuses "host" unless it was started allowing it.
-	Network string `json:"network,omitempty"`
-}
-
-// ExecResult is how a command ended.
-type ExecResult struct {
-	ExitCode   int    `json:"exit_code"`
-	Backend    string `json:"backend"`
-	Why        string `json:"why"` // why that backend
-	DurationMs int64  `json:"duration_ms"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Stopped    string `json:"stopped,omitempty"`
-	Request    string `json:"request"` // the id the journal names the shell's changes by
-	// Sandbox only: peak memory of the sandbox and CPU time of its
-	// processes.
-	PeakMemory int64 `json:"peak_memory,omitempty"`
-	CPUTimeMs  int64 `json:"cpu_time_ms,omitempty"`
-	Warm       bool  `json:"warm,omitempty"` // a pre-started sandbox ran it
-}
-
-// execEvent is one line of the streamed answer: output, or the end.
-type execEvent struct {
-	Out    []byte      `json:"out,omitempty"`
-	Err    []byte      `json:"err,omitempty"`
-	Result *ExecResult `json:"result,omitempty"`
-	Error  string      `json:"error,omitempty"`
-}
+// ExecRequest is a command to run on the workspace, and ExecResult how it
+// ended: the exec call's messages, defined with the thin client's
+// (internal/execwire) so that the daemon and its clients cannot drift.
+type (
+	ExecRequest = execwire.Request
+	ExecResult  = execwire.Result
+	// execEvent is one line of the streamed answer: output, or the end.
+	execEvent = execwire.Event
+)
 
 var execSeq atomic.Uint64
 
@@ -459,7 +433,7 @@ func (e *eventWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-const maxExecRequest = 32 << 20
+const maxExecRequest = execwire.MaxRequest
 
 func (w *Workspace) serveExec(rw http.ResponseWriter, r *http.Request) {
 	var req ExecRequest
@@ -533,5 +507,5 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 	if err := sc.Err(); err != nil {
 		return ExecResult{}, c.lost(err)
 	}
-	return ExecResult{}, c.lost(fmt.Errorf("exec: %w", errNoResult))
+	return ExecResult{}, c.lost(fmt.Errorf("exec: %w", execwire.ErrNoResult))
 }

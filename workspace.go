@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/execwire"
 	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/sandbox"
@@ -330,27 +330,8 @@ func Unmount(mountpoint string, timeout time.Duration) error {
 }
 
 // mountedStore returns the store directory of the computerfs mount at mp,
-// read from the mount's source ("computerfs:STORE").
-func mountedStore(mp string) (string, error) {
-	m, ok, err := fs.FindMount(mp)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return "", fmt.Errorf("%s is not mounted", mp)
-	}
-	if !strings.HasPrefix(m.FSType, "fuse") || !strings.HasPrefix(m.Source, "computerfs:") {
-		return "", fmt.Errorf("%s is not a computerfs mount (%s from %s)", mp, m.FSType, m.Source)
-	}
-	return strings.TrimPrefix(m.Source, "computerfs:"), nil
-}
+// an absolute path.
+func mountedStore(mp string) (string, error) { return execwire.MountedStore(mp) }
 
 // storePid returns the pid recorded in the store's lock file, or 0.
-func storePid(store string) int {
-	b, err := os.ReadFile(filepath.Join(store, "lock"))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
-}
+func storePid(store string) int { return execwire.StorePid(store) }

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 
+	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -123,95 +122,20 @@ func checkMountpoint(mp, fsName string) error {
 }
 
 // MountInfo describes the file system mounted at a directory.
-type MountInfo struct {
-	FSType string // e.g. "fuse.computerfs"
-	Source string // e.g. "computerfs:/var/lib/ws1"
-}
+type MountInfo = mountinfo.Info
 
 // FindMount returns what is mounted exactly at dir (after resolving it to
 // an absolute path without symlinks), from /proc/self/mountinfo; ok is
 // false if nothing is.
-func FindMount(dir string) (m MountInfo, ok bool, err error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return m, false, err
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = r
-	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return m, false, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 5 || unescapeMountPath(fields[4]) != abs {
-			continue
-		}
-		// The optional fields end at "-"; fstype and source follow.
-		for i := 6; i+2 < len(fields); i++ {
-			if fields[i] == "-" {
-				m = MountInfo{FSType: fields[i+1], Source: unescapeMountPath(fields[i+2])}
-				break
-			}
-		}
-		ok = true // the last mount at dir is the visible one: keep looking
-	}
-	return m, ok, nil
-}
+func FindMount(dir string) (MountInfo, bool, error) { return mountinfo.Find(dir) }
 
 // FindSource returns the directory where a file system of source (as
-// "computerfs:/var/lib/ws1") is mounted, from /proc/self/mountinfo: the
-// last mount of it if there are several; ok is false if there is none.
-func FindSource(source string) (dir string, ok bool, err error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", false, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		for i := 6; i+2 < len(fields); i++ {
-			if fields[i] == "-" {
-				if unescapeMountPath(fields[i+2]) == source {
-					dir, ok = unescapeMountPath(fields[4]), true
-				}
-				break
-			}
-		}
-	}
-	return dir, ok, nil
-}
+// "computerfs:/var/lib/ws1") is mounted: the last mount of it if there are
+// several; ok is false if there is none.
+func FindSource(source string) (string, bool, error) { return mountinfo.FindSource(source) }
 
 // IsMounted reports whether a file system is mounted exactly at dir.
 func IsMounted(dir string) (bool, error) {
 	_, ok, err := FindMount(dir)
 	return ok, err
-}
-
-// unescapeMountPath undoes the octal escapes of /proc/self/mountinfo.
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v byte
-			ok := true
-			for _, c := range s[i+1 : i+4] {
-				if c < '0' || c > '7' {
-					ok = false
-					break
-				}
-				v = v*8 + byte(c-'0')
-			}
-			if ok {
-				b.WriteByte(v)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/internal/execcli"
 	"github.com/computerfs/computerfs/internal/textsafe"
 )
 
@@ -51,10 +52,7 @@ func init() {
 		{name: "log", args: "-w MOUNTPOINT | --store DIR [--since S] [--path P] [--json] [--follow] [--tools]", run: cmdLog,
 			summary: "print the journal of changes, or with --tools the audit of agent tool calls",
 			example: "computerfs log -w /mnt/ws --since 10m --path /repo\ncomputerfs log -w /mnt/ws --tools --follow"},
-		{name: "exec", args: "-w MOUNTPOINT [flags] -- 'COMMAND'", run: cmdExec,
-			summary: "run a shell command in the workspace's daemon, on the store (or in its sandbox)",
-			example: "computerfs exec -w /mnt/ws -- 'cd /workspace/repo && go test ./...'",
-			details: "The exit status is the command's. Standard input is passed on when it is not a terminal."},
+		{name: "exec", args: execcli.Args, run: cmdExec, summary: execcli.Summary, example: execcli.Example, details: execcli.Details},
 		{name: "mcp", args: "-w MOUNTPOINT [--listen ADDR]", run: cmdMCP,
 			summary: "serve the agent tools over MCP (stdio, or streamable HTTP with a bearer token)",
 			example: "computerfs mcp -w /mnt/ws\ncomputerfs mcp -w /mnt/ws --listen 127.0.0.1:8765",

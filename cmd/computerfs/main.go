@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/execcli"
 	"github.com/computerfs/computerfs/internal/textsafe"
 
 	"github.com/computerfs/computerfs"
@@ -44,21 +45,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("mount MNT --store DIR" as well as "mount --store DIR MNT").
 func parseInterleaved(fset *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fset.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fset.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
+	return execcli.ParseInterleaved(fset, args)
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -239,3 +239,7 @@ func (m *Mount) Log() string {
 	b, _ := os.ReadFile(filepath.Join(m.Store, "daemon.log"))
 	return string(bytes.TrimSpace(b))
 }
+
+// Tool returns the path of cmd/<name> built from this checkout, with the
+// race detector when the test binary has it.
+func Tool(t testing.TB, name string) string { return Command(t, name, raceEnabled) }
