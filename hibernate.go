@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/computerfs/computerfs/hibernate"
+	"github.com/computerfs/computerfs/kv"
 )
 
 // Where: an image's location as a user gives it (Hibernate, Resume).
@@ -188,7 +189,11 @@ type ResumeOptions struct {
 	// the image is still the one it wrote, which is used as it is.
 	Store    string
 	LeaseTTL time.Duration // default hibernate.DefaultLeaseTTL; the daemon renews it every third
-	Logger   *slog.Logger
+	// AgentsDir is the host's registry of agent identities (default
+	// DefaultAgentsDir): a store whose agent is another store's here is
+	// refused.
+	AgentsDir string
+	Logger    *slog.Logger
 }
 
 // ResumeStore takes the image's lease (refused with a *hibernate.HeldError
@@ -238,6 +243,11 @@ func ResumeStore(ctx context.Context, o ResumeOptions) (hibernate.Stats, error) 
 		},
 	})
 	stop()
+	if err == nil {
+		if err = checkResumedAgent(store, o.AgentsDir); err != nil {
+			os.RemoveAll(store)
+		}
+	}
 	if err != nil {
 		if rerr := lease.Release(ctx, c, loc); rerr != nil {
 			o.Logger.Warn("resume failed, and releasing the lease failed too (it expires by itself)", "err", rerr)
@@ -246,6 +256,39 @@ func ResumeStore(ctx context.Context, o ResumeOptions) (hibernate.Stats, error) 
 	}
 	o.Logger.Info("resumed", "from", loc.String(), "store", store, "files", stats.Files, "bytes", stats.Bytes, "downloaded", stats.Moved)
 	return stats, nil
+}
+
+// checkResumedAgent opens the store a resume made and refuses it if its
+// agent identity is one an agent must never have (an image is written by
+// whoever can write the bucket) or that of another store on this host.
+func checkResumedAgent(store, agentsDirOpt string) error {
+	st, err := kv.Open(store, kv.Options{MinFree: -1, Ballast: -1})
+	if err != nil {
+		return fmt.Errorf("the resumed store does not open: %w", err)
+	}
+	a, ok, err := storedAgent(st)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || !ok {
+		return err
+	}
+	if err := checkAgent(a); err != nil {
+		return fmt.Errorf("the image's agent identity: %w", err)
+	}
+	r, err := openRegistry(agentsDir(agentsDirOpt))
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	m, err := r.entries()
+	if err != nil {
+		return err
+	}
+	if e, ok := m[a.UID]; ok && e.Store != store && e.live() {
+		return fmt.Errorf("the workspace's agent %s is the agent of the store %s on this host: two workspaces never share an agent (hibernate or remove that store first)", a, e.Store)
+	}
+	return nil
 }
 
 // resumeKept resumes into a store directory that holds a store already:

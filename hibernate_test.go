@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/hibernate"
@@ -109,7 +110,7 @@ func TestHibernateResume(t *testing.T) {
 
 	// Host B resumes it, and writes.
 	storeB, mpB := filepath.Join(hosts, "b"), mountPoint(t)
-	mustRun(t, srv, "resume", url, "--endpoint", srv.Endpoint, "--store", storeB, "--background", "--no-sandbox", mpB)
+	mustRun(t, srv, "resume", url, "--endpoint", srv.Endpoint, "--store", storeB, "--lease-ttl", "6s", "--background", "--no-sandbox", mpB)
 	if b, err := os.ReadFile(filepath.Join(mpB, "hello.txt")); err != nil || string(b) != "hello from A\n" {
 		t.Fatalf("hello.txt on B: %q, %v", b, err)
 	}
@@ -120,7 +121,9 @@ func TestHibernateResume(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Host C is fenced while B holds it, and nothing is left at its store.
+	// Host C is fenced while B holds it, and nothing is left at its store;
+	// B's daemon renews the lease (it would have expired by now).
+	time.Sleep(8 * time.Second)
 	storeC, mpC := filepath.Join(hosts, "c"), mountPoint(t)
 	_, errs, err := cfs(t, srv, "resume", url, "--endpoint", srv.Endpoint, "--store", storeC, "--background", "--no-sandbox", mpC)
 	if err == nil || !strings.Contains(errs, "held by host") {
@@ -131,7 +134,7 @@ func TestHibernateResume(t *testing.T) {
 	}
 
 	// B hibernates (to where it resumed from, incrementally); C resumes.
-	out = mustRun(t, srv, "hibernate", "-w", mpB, "--keep-local")
+	out = mustRun(t, srv, "hibernate", "-w", mpB)
 	t.Logf("hibernate on B: %s", out)
 	mustRun(t, srv, "resume", url, "--endpoint", srv.Endpoint, "--store", storeC, "--background", "--no-sandbox", mpC)
 	for name, want := range map[string]string{"hello.txt": "hello from A\n", "b.txt": "from B\n"} {
@@ -142,9 +145,23 @@ func TestHibernateResume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mpC, "c.txt"), []byte("from C\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// B's kept copy cannot come back while C holds the lease.
-	if _, errs, err := cfs(t, srv, "resume", url, "--endpoint", srv.Endpoint, "--store", storeB, "--no-sandbox", mpB); err == nil || !strings.Contains(errs, "held by host") {
-		t.Fatalf("resume of B's kept copy while C holds it: %v\n%s", err, errs)
+	// C hibernates and keeps its copy: a resume into another store of this
+	// host is refused (the two would share an agent), and nothing is left.
+	mustRun(t, srv, "hibernate", "-w", mpC, "--keep-local")
+	storeD := filepath.Join(hosts, "d")
+	if _, errs, err := cfs(t, srv, "resume", url, "--endpoint", srv.Endpoint, "--store", storeD, "--no-sandbox", mountPoint(t)); err == nil || !strings.Contains(errs, "is the agent of the store") {
+		t.Fatalf("resume beside the kept copy: %v\n%s", err, errs)
+	}
+	if _, err := os.Stat(storeD); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused resume left %s: %v", storeD, err)
+	}
+	// The kept copy resumes as it is, without a download.
+	_, errs, err = cfs(t, srv, "resume", url, "--endpoint", srv.Endpoint, "--store", storeC, "--background", "--no-sandbox", mpC)
+	if err != nil {
+		t.Fatalf("resume of the kept copy: %v\n%s", err, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(mpC, "c.txt")); err != nil || string(b) != "from C\n" {
+		t.Fatalf("c.txt on C again: %q, %v", b, err)
 	}
 	mustRun(t, srv, "unmount", mpC)
 

@@ -136,4 +136,3 @@ func flagValue(args []string, name string) string {
 	}
 	return ""
 }
-
