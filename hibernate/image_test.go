@@ -3,6 +3,8 @@ package hibernate
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -298,12 +300,17 @@ func TestServerKilledMidDownload(t *testing.T) {
 }
 
 // TestUploadChecksum: the server checks each object against the sha256
-// Upload sends with it (a chunk damaged on the way is refused).
+// Upload signs it with (a chunk damaged on the way is refused).
 func TestUploadChecksum(t *testing.T) {
 	e := newEnv(t)
-	_, err := e.c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &e.loc.Bucket, Key: aws.String("x"),
-		Body: bytes.NewReader([]byte("hello")), ChecksumSHA256: aws.String(b64sum([]byte("hellO")))})
-	if err == nil {
-		t.Fatal("the server took an object whose checksum is wrong")
+	ctx := context.Background()
+	sum := func(b string) string { s := sha256.Sum256([]byte(b)); return hex.EncodeToString(s[:]) }
+	if _, err := e.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &e.loc.Bucket, Key: aws.String("x"),
+		Body: bytes.NewReader([]byte("hello"))}, withPayloadHash(sum("hellO"))); err == nil {
+		t.Fatal("the server took an object whose signed hash is wrong")
+	}
+	if _, err := e.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &e.loc.Bucket, Key: aws.String("x"),
+		Body: bytes.NewReader([]byte("hello"))}, withPayloadHash(sum("hello"))); err != nil {
+		t.Fatal(err)
 	}
 }

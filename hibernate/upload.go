@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -271,7 +273,7 @@ func uploadChunks(ctx context.Context, c *s3.Client, loc Location, dir string, m
 					continue
 				}
 				_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &loc.Bucket, Key: aws.String(loc.key("objects/" + name)),
-					Body: bytes.NewReader(buf[:n]), ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:]))})
+					Body: bytes.NewReader(buf[:n])}, withPayloadHash(name))
 				if err != nil {
 					return fmt.Errorf("%s: upload %s (of %s): %w", loc, name, f.Path, err)
 				}
@@ -300,4 +302,21 @@ func readChunk(path string, b []byte, off int64) error {
 		return err
 	}
 	return nil
+}
+
+// withPayloadHash gives the request signer the payload's sha256, which
+// Upload has computed already (the chunk's name), so that the SDK does
+// not read the chunk again to compute it. The server checks the signed
+// hash against what it receives: a chunk damaged on the way is refused.
+func withPayloadHash(hexSum string) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			// Without that step (an unsigned payload) there is nothing to save.
+			_ = st.Finalize.Insert(middleware.FinalizeMiddlewareFunc("computerfsPayloadHash",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					return next.HandleFinalize(v4.SetPayloadHash(ctx, hexSum), in)
+				}), "ComputePayloadHash", middleware.Before)
+			return nil
+		})
+	}
 }
