@@ -13,10 +13,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/computerfs/computerfs/internal/faultnet"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/wsfs"
 )
@@ -313,4 +315,54 @@ func TestUploadChecksum(t *testing.T) {
 		Body: bytes.NewReader([]byte("hello"))}, withPayloadHash(sum("hello"))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestTransientFaults: 500s, cut bodies and responses lost after the
+// server applied a write are survived; a fault that persists, or a
+// server that does not answer, fails the download and leaves nothing.
+func TestTransientFaults(t *testing.T) {
+	e := newEnv(t)
+	src := makeStore(t, 13)
+	want := digest(t, src)
+	ft := faultnet.New(http.DefaultTransport.(*http.Transport).Clone())
+	c := e.client(t, ft.Client())
+	ctx := context.Background()
+	ft.Add(faultnet.Match(http.MethodPut, "/objects/").Status(500).Times(3))
+	ft.Add(faultnet.Match(http.MethodPut, "/"+manifestName).Status(500).AfterSend().Times(1))
+	ft.Add(faultnet.Match(http.MethodPut, "/"+leaseName).Status(503).AfterSend().Times(2))
+	l, err := Acquire(ctx, c, e.loc, "A", "host-a", time.Minute)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if err := l.Renew(ctx, c, e.loc, 2*time.Minute); err != nil {
+		t.Fatalf("renew after a lost response: %v", err)
+	}
+	if _, _, err := Upload(ctx, c, e.loc, src, UploadOptions{StoreID: "s"}); err != nil {
+		t.Fatalf("upload with transient faults: %v", err)
+	}
+	ft.Reset()
+	ft.Add(faultnet.Match(http.MethodGet, "/objects/").TruncateAfter(1000).Times(2))
+	ft.Add(faultnet.Match(http.MethodGet, "/objects/").Status(500).Times(2))
+	dst := filepath.Join(t.TempDir(), "resumed")
+	if _, _, _, err := Download(ctx, c, e.loc, dst, DownloadOptions{}); err != nil {
+		t.Fatalf("download with transient faults: %v", err)
+	}
+	sameDigest(t, want, digest(t, dst))
+
+	ft.Reset()
+	ft.Add(faultnet.Match(http.MethodGet, "/objects/").TruncateAfter(1000))
+	dst2 := filepath.Join(t.TempDir(), "resumed")
+	if _, _, _, err := Download(ctx, c, e.loc, dst2, DownloadOptions{}); err == nil {
+		t.Fatal("download succeeded with every body cut")
+	}
+	noEntries(t, dst2)
+	ft.Reset()
+	ft.Add(faultnet.Match(http.MethodGet, "/objects/").Delay(time.Hour))
+	tctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, _, _, err := Download(tctx, c, e.loc, dst2, DownloadOptions{}); err == nil {
+		t.Fatal("download succeeded with a server that does not answer")
+	}
+	noEntries(t, dst2)
+	sameDigest(t, want, digest(t, src))
 }

@@ -123,6 +123,13 @@ func (l *Lease) put(ctx context.Context, c *s3.Client, loc Location, etag string
 	}
 	out, err := c.PutObject(ctx, in)
 	if isPrecondition(err) || isCode(err, "NoSuchKey") {
+		// The SDK may have sent the write again after a response that
+		// was lost: then the lease there is this one.
+		if cur, rerr := ReadLease(ctx, c, loc); rerr == nil && cur != nil && cur.Holder == next.Holder && cur.Host == next.Host &&
+			cur.Expires.Equal(next.Expires) && cur.Released == next.Released {
+			*l = *cur
+			return nil
+		}
 		return fmt.Errorf("%s: %w", loc, ErrLeaseLost)
 	}
 	if err != nil {

@@ -122,6 +122,11 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	}
 	out, err := c.PutObject(ctx, in)
 	if isPrecondition(err) {
+		// The SDK may have sent the write again after a response that
+		// was lost: then the manifest there is this one.
+		if cur, etag, rerr := ReadManifest(ctx, c, loc); rerr == nil && cur.StoreID == m.StoreID && cur.Host == m.Host && cur.Created.Equal(m.Created) {
+			return st, etag, nil
+		}
 		return st, "", fmt.Errorf("%s: %w (by another writer, while this one uploaded)", loc, ErrImageChanged)
 	}
 	if err != nil {
