@@ -145,6 +145,13 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 		},
 	})
 	stop()
+	if errors.Is(err, hibernate.ErrImageChanged) || errors.Is(err, hibernate.ErrOtherStore) || errors.Is(err, hibernate.ErrFormat) || errors.Is(err, hibernate.ErrCorrupt) {
+		// This store will not write there: give the lease back.
+		if rerr := lease.Release(ctx, c, loc); rerr == nil {
+			st.LeaseETag = ""
+			hibernate.WriteState(store, st)
+		}
+	}
 	if err != nil {
 		return stats, err
 	}

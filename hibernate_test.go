@@ -233,3 +233,44 @@ func TestResumeRefusesDamage(t *testing.T) {
 		t.Fatalf("resume into the kept copy: %v", err)
 	}
 }
+
+// TestHibernateStaleCopy: a store whose image was hibernated since by
+// another host (from its own resume) cannot overwrite it, and gives the
+// lease back.
+func TestHibernateStaleCopy(t *testing.T) {
+	srv := s3test.Start(t)
+	bucket := srv.NewBucket(t)
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	x, y := filepath.Join(dir, "x"), filepath.Join(dir, "y")
+	st, err := kv.Open(x, kv.Options{Ballast: -1, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	where := Where{URL: "s3://" + bucket + "/ws", Endpoint: srv.Endpoint}
+	ctx := context.Background()
+	if _, err := Hibernate(ctx, HibernateOptions{Store: x, To: where, KeepLocal: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ResumeStore(ctx, ResumeOptions{From: where, Store: y}); err != nil {
+		t.Fatal(err)
+	}
+	// x, kept, cannot come back while y holds the lease.
+	var held *hibernate.HeldError
+	if _, err := Hibernate(ctx, HibernateOptions{Store: x, KeepLocal: true}); !errors.As(err, &held) {
+		t.Fatalf("hibernate of x while y holds the lease: %v", err)
+	}
+	if _, err := Hibernate(ctx, HibernateOptions{Store: y, KeepLocal: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Hibernate(ctx, HibernateOptions{Store: x, KeepLocal: true}); !errors.Is(err, hibernate.ErrImageChanged) {
+		t.Fatalf("hibernate of a stale copy: %v", err)
+	}
+	if _, err := ResumeStore(ctx, ResumeOptions{From: where, Store: filepath.Join(dir, "z")}); err != nil {
+		t.Fatalf("resume after the refused hibernate: %v", err)
+	}
+}
