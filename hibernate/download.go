@@ -227,6 +227,9 @@ func fetchChunk(ctx context.Context, c *s3.Client, loc Location, name string, n 
 }
 
 func fetchOnce(ctx context.Context, c *s3.Client, loc Location, name string, n int64, w io.Writer) (int64, error) {
+	if n == ChunkSize && name == zeroChunk {
+		return 0, nil // a hole (the file was made with its size): nothing to fetch or write
+	}
 	key := loc.key("objects/" + name)
 	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &loc.Bucket, Key: &key})
 	if isCode(err, "NoSuchKey", "NotFound") {
@@ -291,3 +294,10 @@ func isCode(err error, codes ...string) bool {
 func isPrecondition(err error) bool {
 	return isCode(err, "PreconditionFailed", "ConditionalRequestConflict")
 }
+
+// zeroChunk is the name of a chunk of ChunkSize zero bytes: the holes of
+// sparse blobs, which a download leaves as holes.
+var zeroChunk = func() string {
+	s := sha256.Sum256(make([]byte, ChunkSize))
+	return hex.EncodeToString(s[:])
+}()

@@ -75,6 +75,14 @@ func makeStore(t testing.TB, mib int) string {
 	for i := 0; i < mib; i += 6 {
 		writeBig(t, w, fmt.Sprintf("big/%d.bin", i), min(6, mib-i)<<20, r)
 	}
+	// A sparse blob: 1 MiB after a hole of 12 MiB.
+	f, err := w.Open("sparse.bin", wsfs.O_CREATE|wsfs.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{7}, 1<<20), 12<<20); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

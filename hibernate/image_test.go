@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,10 +51,23 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if etag2 != etag || m.StoreID != "store-1" || dst2.Moved != st.Bytes {
+	if etag2 != etag || m.StoreID != "store-1" || dst2.Moved != st.Bytes-holes(m) {
 		t.Fatalf("download: etag %q (want %q), store %q, %+v (upload %+v)", etag2, etag, m.StoreID, dst2, st)
 	}
 	sameDigest(t, want, digest(t, dst))
+	// The sparse blob's hole is a hole again.
+	sparse := false
+	blobs, _ := os.ReadDir(filepath.Join(dst, "blobs"))
+	for _, b := range blobs {
+		var sys syscall.Stat_t
+		if syscall.Stat(filepath.Join(dst, "blobs", b.Name()), &sys) == nil && sys.Size == 13<<20 {
+			sparse = sys.Blocks*512 < 4<<20
+			t.Logf("sparse blob: %d bytes, %d allocated", sys.Size, sys.Blocks*512)
+		}
+	}
+	if !sparse {
+		t.Fatal("the sparse blob was not downloaded as a sparse file")
+	}
 	s, err := kv.Open(dst, kv.Options{Ballast: -1, MinFree: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +80,20 @@ func TestRoundTrip(t *testing.T) {
 	if b, err := w.ReadFile("big/6.bin"); err != nil || len(b) != 4<<20 {
 		t.Fatalf("big/8.bin: %d bytes, %v", len(b), err)
 	}
+}
+
+// holes returns the bytes of the zero chunks of m, which a download does
+// not fetch.
+func holes(m *Manifest) int64 {
+	var n int64
+	for _, f := range m.Files {
+		for _, c := range f.Chunks {
+			if c == zeroChunk {
+				n += ChunkSize
+			}
+		}
+	}
+	return n
 }
 
 // TestIncremental: a second upload after a change of 1 MiB sends about
@@ -143,7 +171,7 @@ func TestDownloadRefuses(t *testing.T) {
 	}
 	var big string // a chunk of a blob
 	for _, f := range m.Files {
-		if filepath.Dir(f.Path) == "blobs" && f.Size > ChunkSize {
+		if filepath.Dir(f.Path) == "blobs" && f.Size > ChunkSize && f.Chunks[1] != zeroChunk {
 			big = f.Chunks[1]
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -140,7 +141,7 @@ func (l *Lease) put(ctx context.Context, c *s3.Client, loc Location, etag string
 	return nil
 }
 
-// Keep renews l every ttl/3 until stop is called, which returns the
+// Keep renews l every ttl/3 until stop is called (once or more), which returns the
 // error that ended the renewals (ErrLeaseLost if another holder took
 // it). report, if set, hears of every renewal and its error.
 func (l *Lease) Keep(c *s3.Client, loc Location, ttl time.Duration, report func(*Lease, error)) (stop func() error) {
@@ -174,8 +175,13 @@ func (l *Lease) Keep(c *s3.Client, loc Location, ttl time.Duration, report func(
 			// next tick; the lease lasts ttl.
 		}
 	}()
+	var once sync.Once
+	var err error
 	return func() error {
-		cancel()
-		return <-done
+		once.Do(func() {
+			cancel()
+			err = <-done
+		})
+		return err
 	}
 }
