@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,5 +273,71 @@ func TestHibernateStaleCopy(t *testing.T) {
 	}
 	if _, err := ResumeStore(ctx, ResumeOptions{From: where, Store: filepath.Join(dir, "z")}); err != nil {
 		t.Fatalf("resume after the refused hibernate: %v", err)
+	}
+}
+
+// TestHibernateKilled: `computerfs hibernate` killed at points of its
+// run; running it again finishes the job, and the image resumes whole.
+func TestHibernateKilled(t *testing.T) {
+	srv := s3test.Start(t)
+	bucket := srv.NewBucket(t)
+	url := "s3://" + bucket + "/ws"
+	dir := t.TempDir()
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	for i, delay := range []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond} {
+		store := filepath.Join(dir, fmt.Sprintf("s%d", i))
+		mp := mountPoint(t)
+		mustRun(t, srv, "mount", "--background", "--no-sandbox", "--store", store, mp)
+		data := bytes.Repeat([]byte{byte(i)}, 9<<20)
+		if err := os.WriteFile(filepath.Join(mp, "big.bin"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(testmount.Binary(t), "hibernate", "-w", mp, "--to", url+fmt.Sprint(i), "--endpoint", srv.Endpoint)
+		cmd.Env = append(os.Environ(), srv.Env()...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		cmd.Process.Kill()
+		cmd.Wait()
+		// The daemon ends by itself once unmounted; until then the
+		// store is open and a hibernate of it is refused.
+		var errs string
+		var err error
+		for range 100 {
+			if ok, _ := fs.IsMounted(mp); ok {
+				_, errs, err = cfs(t, srv, "hibernate", "-w", mp, "--to", url+fmt.Sprint(i), "--endpoint", srv.Endpoint)
+			} else if _, serr := os.Stat(store); errors.Is(serr, os.ErrNotExist) {
+				err = nil // the killed run had finished
+			} else {
+				_, errs, err = cfs(t, srv, "hibernate", "--store", store, "--to", url+fmt.Sprint(i), "--endpoint", srv.Endpoint)
+			}
+			if err == nil || !strings.Contains(errs, "is open") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("hibernate again after a kill at %v: %v\n%s", delay, err, errs)
+		}
+		back := filepath.Join(dir, fmt.Sprintf("r%d", i))
+		if _, err := ResumeStore(context.Background(), ResumeOptions{From: Where{URL: url + fmt.Sprint(i), Endpoint: srv.Endpoint}, Store: back}); err != nil {
+			t.Fatalf("resume after a kill at %v: %v", delay, err)
+		}
+		st, err := kv.Open(back, kv.Options{Ballast: -1, MinFree: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := st.Lookup(kv.RootIno, "big.bin")
+		if err == nil && a.Size != uint64(len(data)) {
+			err = fmt.Errorf("size %d", a.Size)
+		}
+		st.Close()
+		if err != nil {
+			t.Fatalf("big.bin after a kill at %v: %v", delay, err)
+		}
 	}
 }

@@ -116,6 +116,29 @@ func TestIncremental(t *testing.T) {
 	if second.Moved < 1<<20 || second.Moved > 1<<20+3*ChunkSize {
 		t.Fatalf("second upload moved %d bytes for a change of 1 MiB", second.Moved)
 	}
+	// The chunks the new image no longer names are gone; the others are there.
+	m, _, err := ReadManifest(context.Background(), e.c, e.loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := make(map[string]bool)
+	for _, f := range m.Files {
+		for _, h := range f.Chunks {
+			named[h] = true
+		}
+	}
+	have, err := listObjects(context.Background(), e.c, e.loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Deleted == 0 || second.DeleteErr != nil || len(have) != len(named) {
+		t.Fatalf("after the second upload: %d deleted (%v), %d objects, %d named", second.Deleted, second.DeleteErr, len(have), len(named))
+	}
+	for h := range named {
+		if _, ok := have[h]; !ok {
+			t.Fatalf("chunk %s of the manifest is missing", h)
+		}
+	}
 	// Nothing changed: nothing to send but the manifest.
 	third, _ := upload(t, e, src, "s", etag2)
 	if third.Moved != 0 {

@@ -36,6 +36,11 @@ type Stats struct {
 	Moved        int64
 	MovedObjects int
 	Manifest     int64 // size of the manifest
+	// Deleted is the chunks of the previous image that the new one no
+	// longer names, deleted after its manifest was written; DeleteErr
+	// the first error deleting them (the image is whole regardless).
+	Deleted   int
+	DeleteErr error
 }
 
 // UploadOptions configure Upload.
@@ -121,18 +126,62 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 		in.IfMatch = aws.String(etag)
 	}
 	out, err := c.PutObject(ctx, in)
+	var newETag string
+	if err == nil {
+		newETag = aws.ToString(out.ETag)
+	}
 	if isPrecondition(err) {
 		// The SDK may have sent the write again after a response that
 		// was lost: then the manifest there is this one.
-		if cur, etag, rerr := ReadManifest(ctx, c, loc); rerr == nil && cur.StoreID == m.StoreID && cur.Host == m.Host && cur.Created.Equal(m.Created) {
-			return st, etag, nil
+		cur, etag, rerr := ReadManifest(ctx, c, loc)
+		if rerr != nil || cur.StoreID != m.StoreID || cur.Host != m.Host || !cur.Created.Equal(m.Created) {
+			return st, "", fmt.Errorf("%s: %w (by another writer, while this one uploaded)", loc, ErrImageChanged)
 		}
-		return st, "", fmt.Errorf("%s: %w (by another writer, while this one uploaded)", loc, ErrImageChanged)
+		newETag, err = etag, nil
 	}
 	if err != nil {
 		return st, "", fmt.Errorf("%s: write the manifest: %w", loc, err)
 	}
-	return st, aws.ToString(out.ETag), nil
+	if old != nil {
+		st.Deleted, st.DeleteErr = dropChunks(ctx, c, loc, old, m, o.Parallel)
+	}
+	return st, newETag, nil
+}
+
+// dropChunks deletes the chunks of the previous manifest that the new one
+// does not name. Objects no manifest named (none, unless a hibernate was
+// stopped after its upload and the store changed before the next) are
+// left. It returns how many it deleted and the first error.
+func dropChunks(ctx context.Context, c *s3.Client, loc Location, old, m *Manifest, parallel int) (int, error) {
+	keep := make(map[string]bool)
+	for _, f := range m.Files {
+		for _, h := range f.Chunks {
+			keep[h] = true
+		}
+	}
+	drop := make(map[string]bool)
+	for _, f := range old.Files {
+		for _, h := range f.Chunks {
+			if !keep[h] {
+				drop[h] = true
+			}
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(parallel)
+	var n atomic.Int64
+	for h := range drop {
+		g.Go(func() error {
+			_, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &loc.Bucket, Key: aws.String(loc.key("objects/" + h))})
+			if err != nil {
+				return fmt.Errorf("%s: delete %s: %w", loc, h, err)
+			}
+			n.Add(1)
+			return nil
+		})
+	}
+	err := g.Wait()
+	return int(n.Load()), err
 }
 
 const manifestName = "manifest.json"

@@ -65,7 +65,10 @@ func cmdHibernate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "hibernated: %d files, %s; uploaded %s in %d objects (of %d)\n", st.Files, mib(st.Bytes), mib(st.Moved), st.MovedObjects, st.Objects)
+	fmt.Fprintf(stdout, "hibernated: %d files, %s; uploaded %s in %d objects (of %d); deleted %d chunks of the previous image\n", st.Files, mib(st.Bytes), mib(st.Moved), st.MovedObjects, st.Objects, st.Deleted)
+	if st.DeleteErr != nil {
+		fmt.Fprintf(stderr, "computerfs hibernate: warning: the image is whole, but deleting chunks it no longer needs failed: %v\n", st.DeleteErr)
+	}
 	return nil
 }
 
