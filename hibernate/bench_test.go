@@ -72,6 +72,7 @@ func BenchmarkImage(b *testing.B) {
 				b.ReportMetric(float64(first.Moved)/(1<<20), "MiB/first")
 				b.ReportMetric(tIncr.Seconds(), "s/incr")
 				b.ReportMetric(float64(incr.Moved)/(1<<20), "MiB/incr")
+				b.ReportMetric(float64(incr.Read)/(1<<20), "MiBread/incr")
 				b.ReportMetric(tDown.Seconds(), "s/resume")
 				b.ReportMetric(float64(down.Moved)/(1<<20), "MiB/resume")
 				b.ReportMetric(tPlain.Seconds(), "s/plainput")

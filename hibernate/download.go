@@ -90,6 +90,7 @@ func Download(ctx context.Context, c *s3.Client, loc Location, dir string, o Dow
 	if err := fetchFiles(ctx, c, loc, tmp, m, o.Parallel, &st); err != nil {
 		return nil, "", st, err
 	}
+	writeCache(tmp, m.Files)
 	if o.Prepare != nil {
 		if err := o.Prepare(tmp, m, etag); err != nil {
 			return nil, "", st, err

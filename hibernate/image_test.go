@@ -139,10 +139,22 @@ func TestIncremental(t *testing.T) {
 			t.Fatalf("chunk %s of the manifest is missing", h)
 		}
 	}
-	// Nothing changed: nothing to send but the manifest.
+	// Nothing changed: nothing to send but the manifest, nothing to read.
 	third, _ := upload(t, e, src, "s", etag2)
-	if third.Moved != 0 {
-		t.Fatalf("third upload moved %d bytes", third.Moved)
+	t.Logf("read: first %d, second %d, third %d bytes", first.Read, second.Read, third.Read)
+	if third.Moved != 0 || third.Read != 0 || second.Read >= first.Read/2 {
+		t.Fatalf("third upload moved %d and read %d bytes; the second read %d", third.Moved, third.Read, second.Read)
+	}
+	// What was not read again is right.
+	dst := filepath.Join(t.TempDir(), "resumed")
+	if _, _, _, err := Download(context.Background(), e.c, e.loc, dst, DownloadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameDigest(t, digest(t, src), digest(t, dst))
+	// A download remembers its files: uploading the copy reads nothing.
+	again, _, err := Upload(context.Background(), e.c, e.loc, dst, UploadOptions{StoreID: "s", BaseETag: mustETag(t, e)})
+	if err != nil || again.Read != 0 || again.Moved != 0 {
+		t.Fatalf("upload of the downloaded copy: %+v, %v", again, err)
 	}
 }
 

@@ -62,6 +62,9 @@ type File struct {
 	Size   int64    `json:"size"`
 	Mode   uint32   `json:"mode"`   // permission bits
 	Chunks []string `json:"chunks"` // sha256 of each ChunkSize piece, in hex
+
+	sig   fileSig  // the file on disk when listed (upload)
+	known []string // its chunks as the cache remembers them, if it did not change since
 }
 
 // Bytes returns the total size of the files.

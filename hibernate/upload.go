@@ -36,6 +36,7 @@ type Stats struct {
 	Moved        int64
 	MovedObjects int
 	Manifest     int64 // size of the manifest
+	Read         int64 // bytes of the store read and hashed (upload)
 	// Deleted is the chunks of the previous image that the new one no
 	// longer names, deleted after its manifest was written; DeleteErr
 	// the first error deleting them (the image is whole regardless).
@@ -64,7 +65,7 @@ type UploadOptions struct {
 // (remade on open), the sandbox's cache volume and State's file.
 var ExcludedNames = map[string]bool{
 	"lock": true, "daemon.log": true, "ballast": true, "spare.log": true, "spare.manifest": true,
-	"sandbox-cache.img": true, StateFile: true, StateFile + ".tmp": true,
+	"sandbox-cache.img": true, StateFile: true, StateFile + ".tmp": true, CacheFile: true, CacheFile + ".tmp": true,
 }
 
 // Upload writes the closed store in dir to the location: the chunks of
@@ -99,6 +100,13 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	m := &Manifest{Format: Format, Version: Version, StoreID: o.StoreID, Host: o.Host, Created: time.Now().UTC(), ChunkSize: ChunkSize}
 	if m.Files, err = listStore(dir); err != nil {
 		return Stats{}, "", err
+	}
+	cache := readCache(dir)
+	for i := range m.Files {
+		f := &m.Files[i]
+		if c, ok := cache[f.Path]; ok && c.Sig == f.sig && f.sig.Ino != 0 && len(c.Chunks) == len(f.Chunks) {
+			f.known = c.Chunks
+		}
 	}
 	have, err := listObjects(ctx, c, loc)
 	if err != nil {
@@ -142,6 +150,7 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	if err != nil {
 		return st, "", fmt.Errorf("%s: write the manifest: %w", loc, err)
 	}
+	writeCache(dir, m.Files)
 	if old != nil {
 		st.Deleted, st.DeleteErr = dropChunks(ctx, c, loc, old, m, o.Parallel)
 	}
@@ -241,7 +250,9 @@ func listStore(dir string) ([]File, error) {
 			return err
 		}
 		n := (info.Size() + ChunkSize - 1) / ChunkSize
-		files = append(files, File{Path: filepath.ToSlash(rel), Size: info.Size(), Mode: uint32(info.Mode().Perm()), Chunks: make([]string, n)})
+		f := File{Path: filepath.ToSlash(rel), Size: info.Size(), Mode: uint32(info.Mode().Perm()), Chunks: make([]string, n)}
+		f.sig, _ = sigOf(info)
+		files = append(files, f)
 		return nil
 	})
 	if err != nil {
@@ -304,7 +315,7 @@ func uploadChunks(ctx context.Context, c *s3.Client, loc Location, dir string, m
 	})
 	var mu sync.Mutex // guards have, claimed
 	claimed := make(map[string]bool)
-	var moved, movedObjects atomic.Int64
+	var moved, movedObjects, read atomic.Int64
 	for range parallel {
 		g.Go(func() error {
 			buf := make([]byte, ChunkSize)
@@ -312,6 +323,23 @@ func uploadChunks(ctx context.Context, c *s3.Client, loc Location, dir string, m
 				f := &m.Files[j.f]
 				off := int64(j.i) * ChunkSize
 				n := min(ChunkSize, f.Size-off)
+				if f.known != nil {
+					// The file has not changed since its chunks were
+					// named: if the image has the chunk, nothing to read.
+					name := f.known[j.i]
+					mu.Lock()
+					size, ok := have[name]
+					there := ok && size == n || claimed[name]
+					if there {
+						claimed[name] = true
+					}
+					mu.Unlock()
+					if there {
+						f.Chunks[j.i] = name
+						continue
+					}
+				}
+				read.Add(n)
 				if err := readChunk(filepath.Join(dir, filepath.FromSlash(f.Path)), buf[:n], off); err != nil {
 					return err
 				}
@@ -339,7 +367,7 @@ func uploadChunks(ctx context.Context, c *s3.Client, loc Location, dir string, m
 	}
 	err := g.Wait()
 	st.Objects = len(claimed)
-	st.Moved, st.MovedObjects = moved.Load(), int(movedObjects.Load())
+	st.Moved, st.MovedObjects, st.Read = moved.Load(), int(movedObjects.Load()), read.Load()
 	return err
 }
 
