@@ -94,6 +94,13 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 	if ok, err := isStore(store); err != nil || !ok {
 		return hibernate.Stats{}, fmt.Errorf("%s is not a computerfs store (%v)", store, err)
 	}
+	// Refused at once if the store is open (Upload holds the lock while it
+	// reads the store).
+	unlock, err := hibernate.LockStore(store)
+	if err != nil {
+		return hibernate.Stats{}, err
+	}
+	unlock()
 	st, err := hibernate.ReadState(store)
 	if err != nil {
 		return hibernate.Stats{}, err

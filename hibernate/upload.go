@@ -62,7 +62,7 @@ type UploadOptions struct {
 
 // ExcludedNames are the entries of a store directory that an image
 // leaves out: the lock, the daemon's log, the ballast and the spare files
-// (remade on open), the sandbox's cache volume and State's file.
+// (remade on open), the sandbox's cache volume, the state and the cache.
 var ExcludedNames = map[string]bool{
 	"lock": true, "daemon.log": true, "ballast": true, "spare.log": true, "spare.manifest": true,
 	"sandbox-cache.img": true, StateFile: true, StateFile + ".tmp": true, CacheFile: true, CacheFile + ".tmp": true,
@@ -104,8 +104,8 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	cache := readCache(dir)
 	for i := range m.Files {
 		f := &m.Files[i]
-		if c, ok := cache[f.Path]; ok && c.Sig == f.sig && f.sig.Ino != 0 && len(c.Chunks) == len(f.Chunks) {
-			f.known = c.Chunks
+		if cf, ok := cache[f.Path]; ok && cf.Sig == f.sig && f.sig.Ino != 0 && len(cf.Chunks) == len(f.Chunks) {
+			f.known = cf.Chunks
 		}
 	}
 	have, err := listObjects(ctx, c, loc)
