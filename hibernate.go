@@ -64,6 +64,11 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.To.URL != "" {
+		if _, err := o.To.location(); err != nil {
+			return hibernate.Stats{}, err // before the unmount
+		}
+	}
 	if o.Mountpoint != "" {
 		mp, err := filepath.Abs(o.Mountpoint)
 		if err != nil {

@@ -115,3 +115,15 @@ func TestLeaseKeep(t *testing.T) {
 		t.Fatalf("after renewals: %+v (%v), first expiry %v, ours %+v", cur, err, first, l)
 	}
 }
+
+func TestParseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"s3://b": "s3://b", "s3://b/": "s3://b", "s3://b/p/q": "s3://b/p/q", "s3://b/p/q/": "s3://b/p/q",
+		"s3://b/../p": "", "s3://b/p//q": "", "s3://b/./p": "", "http://b/p": "", "s3:///p": "", "s3://b/p?x=1": "",
+	} {
+		loc, err := ParseURL(in)
+		if got := loc.String(); want == "" && err == nil || want != "" && (err != nil || got != want) {
+			t.Errorf("ParseURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -52,8 +51,12 @@ func ParseURL(s string) (Location, error) {
 		return Location{}, fmt.Errorf("%q: want s3://BUCKET/PREFIX", s)
 	}
 	p := strings.Trim(u.Path, "/")
-	if p != "" && path.Clean(p) != p || strings.Contains(p, "//") {
-		return Location{}, fmt.Errorf("%q: the prefix must be a clean path (no . or .. or empty parts)", s)
+	if p != "" {
+		for _, part := range strings.Split(p, "/") {
+			if part == "" || part == "." || part == ".." {
+				return Location{}, fmt.Errorf("%q: the prefix must be a clean path (no . or .. or empty parts)", s)
+			}
+		}
 	}
 	return Location{Bucket: u.Host, Prefix: p}, nil
 }

@@ -55,6 +55,11 @@ func cmdHibernate(args []string, stdout, stderr io.Writer) error {
 	if (*mount == "") == (*store == "") {
 		return usageErr("give -w MOUNTPOINT or --store DIR")
 	}
+	if *to != "" {
+		if _, err := hibernate.ParseURL(*to); err != nil {
+			return usageErr("--to %s", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log, _ := newLogger(stderr, "warn", "text")
@@ -107,6 +112,9 @@ func cmdResume(args []string, stdout, stderr io.Writer) error {
 	}
 	if url == "" {
 		return usageErr("missing s3://BUCKET/PREFIX")
+	}
+	if _, err := hibernate.ParseURL(url); err != nil {
+		return usageErr("%s", err)
 	}
 	store := flagValue(rest, "store")
 	if store == "" {
