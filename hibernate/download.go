@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -75,6 +76,9 @@ func Download(ctx context.Context, c *s3.Client, loc Location, dir string, o Dow
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, "", st, err
 	}
+	if err := checkRoom(filepath.Dir(dir), m); err != nil {
+		return nil, "", st, err
+	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := dir + ".resume-" + hex.EncodeToString(rnd[:])
@@ -108,6 +112,28 @@ func Download(ctx context.Context, c *s3.Client, loc Location, dir string, o Dow
 		return nil, "", st, err
 	}
 	return m, etag, st, nil
+}
+
+// checkRoom refuses a download that would not fit on dir's file system
+// (with 64 MiB to spare), before it writes anything.
+func checkRoom(dir string, m *Manifest) error {
+	var need int64 = 64 << 20
+	for _, f := range m.Files {
+		need += f.Size
+		for _, h := range f.Chunks {
+			if h == zeroChunk {
+				need -= ChunkSize
+			}
+		}
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if free := int64(fs.Bavail) * fs.Bsize; free < need {
+		return fmt.Errorf("%s has %d MiB free; the workspace needs %d MiB", dir, free>>20, need>>20)
+	}
+	return nil
 }
 
 // checkEmpty refuses a dir that exists and is not an empty directory.

@@ -67,10 +67,18 @@ func ReadLease(ctx context.Context, c *s3.Client, loc Location) (*Lease, error) 
 	return &l, nil
 }
 
+// ErrNoConditional: the server ignores conditional writes, so a lease
+// there would fence nothing.
+var ErrNoConditional = errors.New("the S3 server ignores conditional writes (If-None-Match, If-Match): a lease there cannot keep two hosts from resuming one workspace")
+
 // Acquire takes the lease for holder on host for ttl: if there is none,
 // it was released, it expired, or it is holder's already. Otherwise it
-// fails with a *HeldError.
+// fails with a *HeldError. It first checks that the server honours
+// conditional writes (ErrNoConditional).
 func Acquire(ctx context.Context, c *s3.Client, loc Location, holder, host string, ttl time.Duration) (*Lease, error) {
+	if err := probeConditional(ctx, c, loc); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		cur, err := ReadLease(ctx, c, loc)
 		if err != nil {
@@ -183,5 +191,27 @@ func (l *Lease) Keep(c *s3.Client, loc Location, ttl time.Duration, report func(
 			err = <-done
 		})
 		return err
+	}
+}
+
+// probeConditional writes a probe object twice with If-None-Match: * and
+// deletes it: a server that takes the second write ignores the header.
+func probeConditional(ctx context.Context, c *s3.Client, loc Location) error {
+	key := loc.key(".probe-" + randomID())
+	put := func() error {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &loc.Bucket, Key: &key, Body: bytes.NewReader(nil), IfNoneMatch: aws.String("*")})
+		return err
+	}
+	if err := put(); err != nil {
+		return fmt.Errorf("%s: probe conditional writes: %w", loc, err)
+	}
+	defer c.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &loc.Bucket, Key: &key})
+	switch err := put(); {
+	case err == nil:
+		return fmt.Errorf("%s: %w", loc, ErrNoConditional)
+	case isPrecondition(err):
+		return nil
+	default:
+		return fmt.Errorf("%s: probe conditional writes: %w", loc, err)
 	}
 }

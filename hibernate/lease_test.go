@@ -3,6 +3,7 @@ package hibernate
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -125,5 +126,33 @@ func TestParseURL(t *testing.T) {
 		if got := loc.String(); want == "" && err == nil || want != "" && (err != nil || got != want) {
 			t.Errorf("ParseURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// ignoreConditional is a transport that answers a refused conditional
+// write with success, as a server that ignores the headers would.
+type ignoreConditional struct{ base http.RoundTripper }
+
+func (s ignoreConditional) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusPreconditionFailed {
+		resp.Body.Close()
+		resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+		resp.Body, resp.ContentLength = http.NoBody, 0
+		resp.Header = http.Header{"Etag": {`"0"`}}
+	}
+	return resp, err
+}
+
+// TestLeaseNeedsConditional: against a server that ignores conditional
+// writes, no lease is taken.
+func TestLeaseNeedsConditional(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t, &http.Client{Transport: ignoreConditional{http.DefaultTransport}})
+	if _, err := Acquire(context.Background(), c, e.loc, "A", "host-a", time.Minute); !errors.Is(err, ErrNoConditional) {
+		t.Fatalf("acquire: %v", err)
+	}
+	if l, err := ReadLease(context.Background(), e.c, e.loc); err != nil || l != nil {
+		t.Fatalf("a lease was written: %+v, %v", l, err)
 	}
 }
