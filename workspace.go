@@ -114,6 +114,8 @@ type Workspace struct {
 
 	syncer      *syncer.Syncer
 	syncerReady atomic.Pointer[syncer.Syncer] // for the mount's callbacks
+
+	lease *leaseKeeper // renews a resumed workspace's lease (hibernate.go); nil if none
 }
 
 // openStore opens a workspace's store with the options' tuning.
@@ -198,6 +200,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		w.Unmount()
 		return nil, err
 	}
+	w.lease = keepLease(opts.Store, opts.HTTPClient, opts.Logger)
 	w.stopTrim = make(chan struct{})
 	go trimMemory(w.stopTrim, w.Store.DropBlockCache)
 	if opts.Sandbox != nil && opts.Sandbox.Warm > 0 {
@@ -270,6 +273,9 @@ func (w *Workspace) closeStore() error {
 		}
 		if w.stopTrim != nil {
 			close(w.stopTrim)
+		}
+		if w.lease != nil {
+			w.lease.stop() // its errors were logged
 		}
 		w.closeErr = w.Store.Close()
 		if w.closeErr != nil {

@@ -61,6 +61,17 @@ func init() {
 		{name: "unmount", args: "[--timeout D] MOUNTPOINT", run: cmdUnmount,
 			summary: "unmount a workspace and wait for its daemon to close the store (also: umount)",
 			example: "computerfs unmount /mnt/ws"},
+		{name: "hibernate", args: "-w MOUNTPOINT | --store DIR [--to s3://BUCKET/PREFIX] [--keep-local]", run: cmdHibernate,
+			summary: "unmount a workspace, write it to S3 (incrementally) and free it locally",
+			example: "computerfs hibernate -w /mnt/ws --to s3://workspaces/ws1 --endpoint http://10.0.0.5:7070",
+			details: "Only what the image in S3 lacks is uploaded; its manifest is written last, so an image is whole\n" +
+				"or the previous one stands. Refused while another host holds the workspace's lease."},
+		{name: "resume", args: "s3://BUCKET/PREFIX --store DIR [mount flags] MOUNTPOINT", run: cmdResume,
+			summary: "take a hibernated workspace's lease, download and verify it into a new store, and mount it",
+			example: "computerfs resume s3://workspaces/ws1 --store /var/lib/computerfs/ws1 --background /mnt/ws",
+			details: "Takes every flag of computerfs mount too. Refused while another host holds the lease (until it\n" +
+				"hibernates, or the lease expires); an image that is incomplete, corrupt or of another format is\n" +
+				"refused and nothing is left at DIR."},
 		{name: "fsck", args: "--store DIR [--max N]", run: cmdFsck,
 			summary: "check a store's consistency (not while it is mounted)",
 			example: "computerfs fsck --store /var/lib/computerfs/ws"},
