@@ -34,7 +34,15 @@ type durableFS struct {
 	// Files Pebble cannot fail to write (it panics): a new log and a new
 	// manifest are spares made in advance (see spare).
 	logSpare, manifestSpare spare
+	// dbDir is the store's database directory. Files Pebble writes
+	// elsewhere (a checkpoint's, snapshot.go) are not the store's: they
+	// take no spare, keep nothing allocated ahead and are synced as
+	// Pebble asks.
+	dbDir string
 }
+
+// ours tells whether name is a file of the store's own database.
+func (d *durableFS) ours(name string) bool { return d.dbDir == "" || filepath.Dir(name) == d.dbDir }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
 
@@ -44,7 +52,7 @@ func (d *durableFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err == nil && d.noSync {
 		return noSyncFile{f}, nil
 	}
-	if err != nil {
+	if err != nil || !d.ours(name) {
 		return f, err
 	}
 	switch {
@@ -84,7 +92,7 @@ func (noSyncFile) Preallocate(offset, length int64) error { return nil }
 // spareFor is the spare for a new file of Pebble's named name, or nil.
 func (d *durableFS) spareFor(name string) *spare {
 	switch {
-	case d.noSync:
+	case d.noSync || !d.ours(name):
 		return nil
 	case isWAL(name):
 		return &d.logSpare

@@ -304,6 +304,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 	// A write of Pebble's that finds the file system full removes the
 	// ballast and is tried again (space.go).
 	s.fs = &durableFS{FS: vfs.OnDiskFull(pebbleFS(vfs.Default), func() { s.space.diskFull() }), noSync: opts.NoSync}
+	s.fs.dbDir = filepath.Join(s.dir, "db")
 	s.fs.setSpares(s.dir)
 	if s.space != nil {
 		s.space.spare = s.fs
