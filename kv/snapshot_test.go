@@ -441,3 +441,40 @@ func TestSnapshotListDelete(t *testing.T) {
 		t.Errorf("fork of a closed store's snapshot: wrong content")
 	}
 }
+
+// TestChangeOwners gives one owner's inodes to another, and only those.
+func TestChangeOwners(t *testing.T) {
+	s := newStore(t)
+	var mine []uint64
+	for i := range 2500 {
+		a, err := s.Create(RootIno, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644, Uid: 7, Gid: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			write(t, s, a.Ino, 0, pattern(1, 3*ChunkSize))
+		}
+		mine = append(mine, a.Ino)
+	}
+	other, err := s.Create(RootIno, "other", NewInode{Mode: S_IFREG | 0o644, Uid: 9, Gid: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.ChangeOwners(Owner{7, 8}, Owner{70, 80})
+	if err != nil || n != len(mine)+1 {
+		t.Fatalf("ChangeOwners: %d, %v; want %d", n, err, len(mine)+1)
+	}
+	for _, ino := range mine {
+		if a := getattr(t, s, ino); a.Uid != 70 || a.Gid != 80 {
+			t.Fatalf("inode %d: owner %d:%d", ino, a.Uid, a.Gid)
+		}
+	}
+	if a := getattr(t, s, other.Ino); a.Uid != 9 || a.Gid != 80 {
+		t.Errorf("other: owner %d:%d, want 9:80", a.Uid, a.Gid)
+	}
+	checkInvariants(t, s, checkOpts{})
+	s = reopen(t, s)
+	if a := getattr(t, s, mine[0]); a.Uid != 70 {
+		t.Errorf("after reopen: uid %d", a.Uid)
+	}
+}
