@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/internal/textsafe"
+)
+
+// cmdSnapshot takes, lists (no NAME) or deletes (--delete) snapshots of a
+// mounted workspace.
+func cmdSnapshot(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("snapshot")
+	mount := fset.String("w", "", "the workspace's mount point")
+	del := fset.Bool("delete", false, "delete the snapshot NAME")
+	asJSON := fset.Bool("json", false, "print JSON")
+	pos, err := parse(fset, args, stdout)
+	if err != nil {
+		return err
+	}
+	if *mount == "" {
+		return usageErr("missing -w MOUNTPOINT")
+	}
+	if len(pos) > 1 {
+		return usageErr("unexpected argument %q", pos[1])
+	}
+	if *del && len(pos) == 0 {
+		return usageErr("missing NAME")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	c, err := computerfs.Dial(*mount)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		list, err := c.Snapshots(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, list)
+		}
+		for _, s := range list {
+			fmt.Fprintf(stdout, "%-24s %s  %s own\n", textsafe.Name(s.Name), s.Created.Local().Format(time.DateTime), humanBytes(s.Own))
+		}
+		return nil
+	case *del:
+		return c.DeleteSnapshot(ctx, pos[0])
+	}
+	start := time.Now()
+	info, err := c.Snapshot(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, info)
+	}
+	fmt.Fprintf(stdout, "snapshot %s taken in %v\n", textsafe.Name(info.Name), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// cmdFork makes a new store from a mounted workspace (-w) or a store that
+// is not mounted (--src), from a snapshot or the live state.
+func cmdFork(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("fork")
+	mount := fset.String("w", "", "the mount point of the workspace to fork")
+	src := fset.String("src", "", "a store to fork that is not mounted (with --from, it may be)")
+	from := fset.String("from", "", "the snapshot to fork (default: the current state)")
+	dst := fset.String("store", "", "the new store's directory (must not exist, or be empty)")
+	asJSON := fset.Bool("json", false, "print JSON")
+	pos, err := parse(fset, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(pos); err != nil {
+		return err
+	}
+	if *dst == "" {
+		return usageErr("missing --store DIR")
+	}
+	switch {
+	case *mount == "" && *src == "":
+		return usageErr("missing -w MOUNTPOINT or --src STORE")
+	case *mount != "" && *src != "":
+		return usageErr("give -w MOUNTPOINT or --src STORE, not both")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	var res computerfs.ForkResult
+	if *mount != "" {
+		c, err := computerfs.Dial(*mount)
+		if err != nil {
+			return err
+		}
+		if res, err = c.Fork(ctx, *dst, *from); err != nil {
+			return err
+		}
+	} else {
+		log, err := newLogger(stderr, "warn", "text")
+		if err != nil {
+			return err
+		}
+		res, err = computerfs.ForkStore(*src, *dst, computerfs.ForkOptions{From: *from, Logger: log})
+		if err != nil {
+			return mountedAdvice(err, useW)
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, res)
+	}
+	what := "the current state"
+	if res.From != "" {
+		what = "snapshot " + textsafe.Name(res.From)
+	}
+	fmt.Fprintf(stdout, "forked %s into %s in %v (agent %s); mount it with: computerfs mount --store %s MOUNTPOINT\n",
+		what, textsafe.Name(res.Store), time.Since(start).Round(time.Millisecond), res.Agent, textsafe.Name(res.Store))
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// humanBytes writes n in B, KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
