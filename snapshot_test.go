@@ -1,0 +1,251 @@
+package computerfs_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/computerfs/computerfs"
+	"github.com/computerfs/computerfs/internal/testmount"
+)
+
+// Slot files: a file of 4 KiB slots, each holding one uint64 repeated, so
+// that a torn slot shows and the state is the slots' values.
+const slotSize = 4096
+
+func slotData(v uint64) []byte {
+	b := make([]byte, slotSize)
+	for i := 0; i < slotSize; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], v)
+	}
+	return b
+}
+
+// slots decodes a slot file; a slot that is not one value repeated fails.
+func slots(t *testing.T, p string, n int) []uint64 {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != n*slotSize {
+		t.Fatalf("%s: %d bytes, want %d", p, len(b), n*slotSize)
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		s := b[i*slotSize : (i+1)*slotSize]
+		out[i] = binary.LittleEndian.Uint64(s)
+		if !bytes.Equal(s, slotData(out[i])) {
+			t.Fatalf("%s: slot %d is torn", p, i)
+		}
+	}
+	return out
+}
+
+func cfs(t *testing.T, args ...string) []byte {
+	t.Helper()
+	out, err := exec.Command(testmount.Binary(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("computerfs %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// slotOp is one write of a slot: which file, which slot, the value, and
+// the clock ticks when it began and ended.
+type slotOp struct {
+	big        bool
+	slot       int
+	value      uint64
+	start, end int64
+}
+
+// A mounted workspace is snapshotted (computerfs snapshot) while a program
+// writes two files it keeps open, a big one (a blob the kernel writes
+// directly through passthrough) and a small one (chunks, through the
+// daemon). Each snapshot, forked (computerfs fork) and mounted, holds for
+// both files together the state after some prefix of the writes, one
+// that has every write that ended before the snapshot began and none that
+// began after it ended. The forks have agents of their own, own their
+// files, and writes in a fork reach neither the parent nor another fork
+// of the same snapshot.
+func TestSnapshotForkThroughMount(t *testing.T) {
+	dir := t.TempDir()
+	m := testmount.Start(t, filepath.Join(dir, "parent"), "--no-sandbox")
+	const bigSlots, smallSlots = 512, 8 // 2 MiB: a blob; 32 KiB: chunks
+	big, small := filepath.Join(m.Dir, "big"), filepath.Join(m.Dir, "small")
+	if err := os.WriteFile(big, make([]byte, bigSlots*slotSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(small, make([]byte, smallSlots*slotSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, m, "shell", "mkdir d && echo hi > d/agent.txt")
+	fb, err := os.OpenFile(big, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := os.OpenFile(small, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64
+	var ops []slotOp
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := uint64(1); !stop.Load() || k < 200; k++ {
+			op := slotOp{big: k%2 == 0, value: k}
+			f, n := fs, smallSlots
+			if op.big {
+				f, n = fb, bigSlots
+			}
+			op.slot = int(k*7919) % n
+			op.start = clock.Add(1)
+			if _, err := f.WriteAt(slotData(k), int64(op.slot*slotSize)); err != nil {
+				t.Errorf("write: %v", err)
+				return
+			}
+			op.end = clock.Add(1)
+			ops = append(ops, op)
+		}
+	}()
+	type snap struct {
+		name       string
+		start, end int64
+	}
+	var snaps []snap
+	for _, name := range []string{"s0", "s1", "s2", "s3"} {
+		start := clock.Add(1)
+		cfs(t, "snapshot", "-w", m.Dir, name)
+		snaps = append(snaps, snap{name, start, clock.Add(1)})
+	}
+	stop.Store(true)
+	wg.Wait()
+	fb.Close()
+	fs.Close()
+	var list []computerfs.SnapshotInfo
+	if err := json.Unmarshal(cfs(t, "snapshot", "-w", m.Dir, "--json"), &list); err != nil || len(list) != len(snaps) {
+		t.Fatalf("snapshot list: %v %+v", err, list)
+	}
+	parentAgent := statusOf(t, m.Dir).Agent
+
+	// state is the two files after the first n writes.
+	state := func(n int) ([]uint64, []uint64) {
+		b, s := make([]uint64, bigSlots), make([]uint64, smallSlots)
+		for _, op := range ops[:n] {
+			if op.big {
+				b[op.slot] = op.value
+			} else {
+				s[op.slot] = op.value
+			}
+		}
+		return b, s
+	}
+	equal := func(a, b []uint64) bool {
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return len(a) == len(b)
+	}
+	forkOf := func(from, name string) *testmount.Mount {
+		args := []string{"fork", "-w", m.Dir, "--store", filepath.Join(dir, name)}
+		if from != "" {
+			args = append(args, "--from", from)
+		}
+		cfs(t, args...)
+		return testmount.Start(t, filepath.Join(dir, name), "--no-sandbox")
+	}
+	seen := map[string][]uint64{}
+	for _, sn := range snaps {
+		f := forkOf(sn.name, "fork-"+sn.name)
+		gotB, gotS := slots(t, filepath.Join(f.Dir, "big"), bigSlots), slots(t, filepath.Join(f.Dir, "small"), smallSlots)
+		seen[sn.name] = append(gotB, gotS...)
+		lo, hi := 0, 0
+		for i, op := range ops {
+			if op.end < sn.start {
+				lo = i + 1
+			}
+			if op.start < sn.end {
+				hi = i + 1
+			}
+		}
+		found := false
+		for n := lo; n <= hi && !found; n++ {
+			b, s := state(n)
+			found = equal(b, gotB) && equal(s, gotS)
+		}
+		if !found {
+			t.Errorf("%s: the fork's files are the state after none of the writes %d to %d", sn.name, lo, hi)
+		}
+		a := statusOf(t, f.Dir).Agent
+		if a == parentAgent {
+			t.Errorf("%s: the fork has the parent's agent %s", sn.name, a)
+		}
+		wantAgentOwns(t, f, a, "fork "+sn.name, ".", "d", "d/agent.txt")
+		if uid, _ := owner(t, filepath.Join(f.Dir, "big")); uid != 0 {
+			t.Errorf("%s: root's file big belongs to %d in the fork", sn.name, uid)
+		}
+		f.Unmount(t)
+	}
+
+	// Isolation: a fork's writes (passthrough and chunks) stay in it.
+	wantB, wantS := state(len(ops))
+	f1, f2 := forkOf("s1", "iso1"), forkOf("", "live")
+	if got := slots(t, filepath.Join(f2.Dir, "big"), bigSlots); !equal(got, wantB) {
+		t.Errorf("the fork of the live state differs from the parent")
+	}
+	for _, f := range []*testmount.Mount{f1, f2, m} {
+		for _, p := range []string{"big", "small"} {
+			h, err := os.OpenFile(filepath.Join(f.Dir, p), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.WriteAt(slotData(1<<40+uint64(f.Pid)), 0); err != nil {
+				t.Fatal(err)
+			}
+			h.Close()
+		}
+	}
+	wantB[0], wantS[0] = 1<<40+uint64(m.Pid), 1<<40+uint64(m.Pid)
+	if got := slots(t, big, bigSlots); !equal(got, wantB) {
+		t.Errorf("parent: big holds a fork's writes")
+	}
+	if got := slots(t, small, smallSlots); !equal(got, wantS) {
+		t.Errorf("parent: small holds a fork's writes")
+	}
+	for _, f := range []*testmount.Mount{f1, f2} {
+		if got := slots(t, filepath.Join(f.Dir, "big"), bigSlots)[0]; got != 1<<40+uint64(f.Pid) {
+			t.Errorf("fork %s: big slot 0 holds %d", f.Store, got)
+		}
+	}
+	// The snapshot did not move.
+	again := forkOf("s1", "iso2")
+	got := append(slots(t, filepath.Join(again.Dir, "big"), bigSlots), slots(t, filepath.Join(again.Dir, "small"), smallSlots)...)
+	if !equal(got, seen["s1"]) {
+		t.Errorf("snapshot s1 holds the writes made after it")
+	}
+
+	// Forks of a store that is not mounted: from a snapshot, and live.
+	m.Unmount(t)
+	cfs(t, "fork", "--src", m.Store, "--from", "s0", "--store", filepath.Join(dir, "off-s0"))
+	cfs(t, "fork", "--src", m.Store, "--store", filepath.Join(dir, "off-live"))
+	off := testmount.Start(t, filepath.Join(dir, "off-live"), "--no-sandbox")
+	if got := slots(t, filepath.Join(off.Dir, "big"), bigSlots); !equal(got, wantB) {
+		t.Errorf("the fork of the unmounted store differs from it")
+	}
+	offs0 := testmount.Start(t, filepath.Join(dir, "off-s0"), "--no-sandbox")
+	if got := slots(t, filepath.Join(offs0.Dir, "big"), bigSlots); !equal(got, seen["s0"][:bigSlots]) {
+		t.Errorf("the fork of s0 of the unmounted store differs from s0")
+	}
+}
