@@ -81,7 +81,15 @@ type SnapshotInfo struct {
 	// Own is the disk the snapshot alone holds (bytes of its files that
 	// the store no longer shares with it): what deleting it frees.
 	Own int64 `json:"own_bytes"`
+	// Held is how long changes were held off while it was taken (set by
+	// Snapshot only).
+	Held time.Duration `json:"held_ns,omitempty"`
 }
+
+// snapshotFlushAt: a memtable larger than this is written to a table
+// before a snapshot, outside the moment changes are held off, so that the
+// snapshot links it instead of copying its log.
+const snapshotFlushAt = 4 << 20
 
 func (s *Store) snapshotPath(name string) string {
 	return filepath.Join(s.dir, snapshotsDir, name)
@@ -108,7 +116,8 @@ func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return SnapshotInfo{}, err
 	}
-	if err := s.checkpoint(tmp); err != nil {
+	held, err := s.checkpoint(tmp)
+	if err != nil {
 		os.RemoveAll(tmp)
 		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w", name, err)
 	}
@@ -122,25 +131,34 @@ func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
 	if err := syncDir(root); err != nil {
 		return SnapshotInfo{}, err
 	}
-	return snapshotInfo(final)
+	info, err := snapshotInfo(final)
+	info.Held = held
+	return info, err
 }
 
 // checkpoint writes the store's current state into the new directory dst
-// (db/ and blobs/), holding off every change meanwhile.
-func (s *Store) checkpoint(dst string) error {
+// (db/ and blobs/), holding off every change meanwhile, and returns for
+// how long it held them.
+func (s *Store) checkpoint(dst string) (time.Duration, error) {
 	if s.closed.Load() {
-		return errors.New("store is closed")
+		return 0, errors.New("store is closed")
 	}
 	if err := s.space.check(0); err != nil {
-		return err
+		return 0, err
 	}
 	// What can be made durable before the changes are held off is, so
-	// that the moment they are held is short.
+	// that the moment they are held is short; a big memtable becomes a
+	// table, which the snapshot links rather than copy its log.
+	if s.db.Metrics().MemTable.Size > snapshotFlushAt {
+		if err := s.db.Flush(); err != nil {
+			return 0, err
+		}
+	}
 	if err := s.Sync(); err != nil {
-		return err
+		return 0, err
 	}
 	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
-		return err
+		return 0, err
 	}
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
@@ -150,21 +168,22 @@ func (s *Store) checkpoint(dst string) error {
 	}
 	s.usageMu.Lock()
 	defer s.usageMu.Unlock()
+	start := time.Now()
 	// The blobs the daemon wrote, then the log: a size the snapshot's
 	// log holds never points past blob data that is not durable.
 	s.fs.hard.Add(1)
 	defer s.fs.hard.Add(-1)
 	s.writingPinned()
 	if err := s.blobs.sync(); err != nil {
-		return err
+		return 0, err
 	}
 	if err := s.db.Checkpoint(filepath.Join(dst, "db"), pebble.WithFlushedWAL()); err != nil {
-		return err
+		return 0, err
 	}
 	if err := s.linkBlobs(filepath.Join(dst, "blobs")); err != nil {
-		return err
+		return 0, err
 	}
-	return syncDir(dst)
+	return time.Since(start), syncDir(dst)
 }
 
 // linkBlobs links every blob into dir, and copies those that are pinned
@@ -421,7 +440,7 @@ func (s *Store) Fork(dst, from string) error {
 		return ForkSnapshot(src, dst)
 	}
 	tmp := forkTmp(dst)
-	if err := s.checkpoint(tmp); err != nil {
+	if _, err := s.checkpoint(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("fork into %s: %w", dst, err)
 	}
