@@ -2,8 +2,11 @@ package computerfs_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/internal/testmount"
+	"github.com/computerfs/computerfs/kv"
 )
 
 // Slot files: a file of 4 KiB slots, each holding one uint64 repeated, so
@@ -247,5 +251,80 @@ func TestSnapshotForkThroughMount(t *testing.T) {
 	offs0 := testmount.Start(t, filepath.Join(dir, "off-s0"), "--no-sandbox")
 	if got := slots(t, filepath.Join(offs0.Dir, "big"), bigSlots); !equal(got, seen["s0"][:bigSlots]) {
 		t.Errorf("the fork of s0 of the unmounted store differs from s0")
+	}
+}
+
+// Snapshots taken while the shell fast path (in the daemon) creates files
+// one after another each hold a prefix of them: f1..fn, each with its
+// content, but the last, which may be empty (created, not yet written).
+func TestSnapshotWhileFastPathWrites(t *testing.T) {
+	dir := t.TempDir()
+	m := testmount.Start(t, filepath.Join(dir, "ws"), "--no-sandbox")
+	c, err := computerfs.Dial(m.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "shell", Timeout: "5m",
+			Command: fmt.Sprintf("mkdir fp; i=1; while [ $i -le %d ]; do echo $i > fp/f$i; i=$((i+1)); done", n)})
+		done <- err
+	}()
+	var names []string
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			name := fmt.Sprintf("fp%d", i)
+			if _, err := c.Snapshot(context.Background(), name); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, name)
+			continue
+		}
+		break
+	}
+	t.Logf("%d snapshots while the fast path ran", len(names))
+	for _, name := range names {
+		dst := filepath.Join(dir, "fork-"+name)
+		if _, err := computerfs.ForkStore(m.Store, dst, computerfs.ForkOptions{From: name}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := kv.Open(dst, kv.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := st.Lookup(kv.RootIno, "fp")
+		if err == kv.ErrNotFound {
+			st.Close()
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[int]string{}
+		st.ReadDir(d.Ino, "", func(e kv.Dirent) bool {
+			var i int
+			fmt.Sscanf(e.Name, "f%d", &i)
+			a, _ := st.GetAttr(e.Ino)
+			buf := make([]byte, a.Size)
+			st.Read(e.Ino, 0, buf)
+			have[i] = string(buf)
+			return true
+		})
+		st.Close()
+		for i := 1; i <= len(have); i++ {
+			got, ok := have[i]
+			switch {
+			case !ok:
+				t.Errorf("%s: has %d files but not f%d", name, len(have), i)
+			case got != fmt.Sprintf("%d\n", i) && !(i == len(have) && got == ""):
+				t.Errorf("%s: f%d holds %q", name, i, got)
+			}
+		}
 	}
 }
