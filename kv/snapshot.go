@@ -154,36 +154,50 @@ func (s *Store) checkpoint(dst string) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	if err := s.Sync(); err != nil {
-		return 0, err
-	}
 	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
 		return 0, err
 	}
 	s.nsMu.Lock()
-	defer s.nsMu.Unlock()
 	for i := range s.stripes {
 		s.stripes[i].Lock()
-		defer s.stripes[i].Unlock()
 	}
 	s.usageMu.Lock()
-	defer s.usageMu.Unlock()
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			s.usageMu.Unlock()
+			for i := range s.stripes {
+				s.stripes[len(s.stripes)-1-i].Unlock()
+			}
+			s.nsMu.Unlock()
+		}
+	}()
 	start := time.Now()
-	// The blobs the daemon wrote, then the log: a size the snapshot's
-	// log holds never points past blob data that is not durable.
-	s.fs.hard.Add(1)
-	defer s.fs.hard.Add(-1)
-	s.writingPinned()
-	if err := s.blobs.sync(); err != nil {
-		return 0, err
-	}
-	if err := s.db.Checkpoint(filepath.Join(dst, "db"), pebble.WithFlushedWAL()); err != nil {
+	// The log is handed to the system (WithFlushedWAL) and copied; the
+	// copies are not synced here (durableFS) but by SyncTree below, once
+	// changes go on: the tables and blobs the snapshot links are never
+	// written again (a shared blob is copied first), so syncing them
+	// later makes durable what they held now.
+	s.fs.checkpointing.Store(true)
+	err := s.db.Checkpoint(filepath.Join(dst, "db"), pebble.WithFlushedWAL())
+	s.fs.checkpointing.Store(false)
+	if err != nil {
 		return 0, err
 	}
 	if err := s.linkBlobs(filepath.Join(dst, "blobs")); err != nil {
 		return 0, err
 	}
-	return time.Since(start), syncDir(dst)
+	held := time.Since(start)
+	s.usageMu.Unlock()
+	for i := range s.stripes {
+		s.stripes[len(s.stripes)-1-i].Unlock()
+	}
+	s.nsMu.Unlock()
+	unlocked = true
+	if s.fs.noSync {
+		return held, nil
+	}
+	return held, SyncTree(dst)
 }
 
 // linkBlobs links every blob into dir, and copies those that are pinned
@@ -219,7 +233,7 @@ func (s *Store) linkBlobs(dir string) error {
 			return fmt.Errorf("blob of inode %d: %w", ino, err)
 		}
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // acquireOwn is acquire for a write: a blob that shares its file with a
