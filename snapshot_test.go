@@ -328,3 +328,34 @@ func TestSnapshotWhileFastPathWrites(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot survives a SIGKILL of the daemon right after it is taken,
+// and the store it was taken of still mounts and forks.
+func TestSnapshotSurvivesKill(t *testing.T) {
+	dir := t.TempDir()
+	m := testmount.Start(t, filepath.Join(dir, "ws"), "--no-sandbox")
+	want := bytes.Repeat([]byte("snapshot "), 300000) // 2.7 MB: a blob
+	if err := os.WriteFile(filepath.Join(m.Dir, "big"), want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "small"), []byte("small"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfs(t, "snapshot", "-w", m.Dir, "k")
+	if err := os.WriteFile(filepath.Join(m.Dir, "big"), []byte("after"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.Kill(t)
+	cfs(t, "fork", "--src", m.Store, "--from", "k", "--store", filepath.Join(dir, "fork"))
+	f := testmount.Start(t, filepath.Join(dir, "fork"), "--no-sandbox")
+	if got, err := os.ReadFile(filepath.Join(f.Dir, "big")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("fork: big holds %d bytes (%v), want the snapshot's %d", len(got), err, len(want))
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.Dir, "small")); string(got) != "small" {
+		t.Errorf("fork: small holds %q", got)
+	}
+	m.Remount(t, "--no-sandbox")
+	if got, _ := os.ReadFile(filepath.Join(m.Dir, "big")); string(got) != "after" {
+		t.Errorf("parent after the kill: big holds %d bytes", len(got))
+	}
+}

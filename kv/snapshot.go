@@ -353,6 +353,27 @@ func copyInto(out, f *os.File) error {
 	return unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", out.Fd()), ts, 0)
 }
 
+// cleanSnapshots removes what a crash left of snapshots being taken or
+// deleted (.tmp- and .del- directories) when the store opens.
+func (s *Store) cleanSnapshots() error {
+	root := filepath.Join(s.dir, snapshotsDir)
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, ".tmp-") || strings.HasPrefix(n, ".del-") {
+			if err := os.RemoveAll(filepath.Join(root, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Snapshots lists the store's snapshots, oldest first.
 func (s *Store) Snapshots() ([]SnapshotInfo, error) {
 	entries, err := os.ReadDir(filepath.Join(s.dir, snapshotsDir))

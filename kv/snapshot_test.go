@@ -478,3 +478,35 @@ func TestChangeOwners(t *testing.T) {
 		t.Errorf("after reopen: uid %d", a.Uid)
 	}
 }
+
+// TestSnapshotLeftovers: what a crash leaves of a snapshot being taken or
+// deleted is not listed, goes when the store opens, and does not stop a
+// snapshot of the same name.
+func TestSnapshotLeftovers(t *testing.T) {
+	s := openSnapStore(t, filepath.Join(t.TempDir(), "store"))
+	ino := mkfile(t, s, RootIno, "f").Ino
+	write(t, s, ino, 0, pattern(1, 100<<10))
+	root := filepath.Join(s.Dir(), snapshotsDir)
+	for _, d := range []string{".tmp-a", ".del-b"} {
+		if err := os.MkdirAll(filepath.Join(root, d, "db"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list, err := s.Snapshots(); err != nil || len(list) != 0 {
+		t.Fatalf("Snapshots: %+v %v", list, err)
+	}
+	if _, err := s.Snapshot("a"); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.Dir()
+	s.Close()
+	s = openSnapStore(t, dir)
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 || entries[0].Name() != "a" {
+		t.Errorf("after open, snapshots/ holds %v", entries)
+	}
+	f := openFork(t, s, "a")
+	if got := readAll(t, f, ino); !bytes.Equal(got, pattern(1, 100<<10)) {
+		t.Errorf("fork: wrong content")
+	}
+}

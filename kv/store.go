@@ -215,6 +215,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
+	if err := s.cleanSnapshots(); err != nil {
+		s.db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
 	s.flusherWG.Add(1)
 	go s.flusher(opts.FlushInterval, opts.SyncInterval)
 	return s, nil
