@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/computerfs/computerfs/kv"
 )
@@ -78,6 +79,9 @@ func (w *Workspace) Fork(dst string, opts ForkOptions) (ForkResult, error) {
 	if err != nil {
 		return ForkResult{}, err
 	}
+	if err := checkForkPlace(dst, w.Store.Dir(), w.Mountpoint); err != nil {
+		return ForkResult{}, err
+	}
 	if opts.AgentsDir == "" {
 		opts.AgentsDir = w.agentsDir
 	}
@@ -107,6 +111,11 @@ func ForkStore(src, dst string, opts ForkOptions) (ForkResult, error) {
 	if err := checkExisting(src); err != nil {
 		return ForkResult{}, err
 	}
+	if abs, err := filepath.Abs(src); err != nil {
+		return ForkResult{}, err
+	} else if err := checkForkPlace(dst, abs, ""); err != nil {
+		return ForkResult{}, err
+	}
 	if opts.From != "" {
 		snap, err := kv.SnapshotDir(src, opts.From)
 		if err != nil {
@@ -129,6 +138,37 @@ func ForkStore(src, dst string, opts ForkOptions) (ForkResult, error) {
 		}
 	}
 	return finishFork(dst, opts)
+}
+
+// checkForkPlace refuses a fork into the parent's store directory or its
+// mount (the daemon would write its own mount while it holds every change
+// off: a deadlock), symbolic links resolved.
+func checkForkPlace(dst, store, mountpoint string) error {
+	real := func(p string) string {
+		// dst may not exist yet: resolve its nearest existing ancestor.
+		rest := ""
+		for {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Join(r, rest)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return filepath.Join(p, rest)
+			}
+			rest = filepath.Join(filepath.Base(p), rest)
+			p = parent
+		}
+	}
+	d := real(dst)
+	for _, p := range []string{store, mountpoint} {
+		if p == "" {
+			continue
+		}
+		if r := real(p); d == r || strings.HasPrefix(d, r+"/") {
+			return fmt.Errorf("fork into %s: it is in %s, the workspace's own store or mount; fork next to the store instead", dst, p)
+		}
+	}
+	return nil
 }
 
 // finishFork gives the new store in dst an agent identity of its own, as

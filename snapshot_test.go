@@ -342,6 +342,12 @@ func TestSnapshotSurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfs(t, "snapshot", "-w", m.Dir, "k")
+	// A fork into the workspace's own mount or store is refused.
+	for _, bad := range []string{filepath.Join(m.Dir, "fork"), filepath.Join(m.Store, "fork")} {
+		if out, err := exec.Command(testmount.Binary(t), "fork", "-w", m.Dir, "--store", bad).CombinedOutput(); err == nil {
+			t.Errorf("fork into %s worked: %s", bad, out)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(m.Dir, "big"), []byte("after"), 0o644); err != nil {
 		t.Fatal(err)
 	}

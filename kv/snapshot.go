@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -197,7 +198,41 @@ func (s *Store) checkpoint(dst string) (time.Duration, error) {
 	if s.fs.noSync {
 		return held, nil
 	}
-	return held, SyncTree(dst)
+	return held, syncSnapshot(dst)
+}
+
+// syncSnapshot makes the snapshot in dir durable: every file but Pebble's
+// tables (synced when Pebble wrote them, and never written again) and
+// every directory.
+func syncSnapshot(dir string) error {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && (d.IsDir() || !strings.HasSuffix(p, ".sst")) {
+			paths = append(paths, p)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, p := range paths {
+		g.Go(func() error { return syncPath(p) })
+	}
+	return g.Wait()
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // linkBlobs links every blob into dir, and copies those that are pinned
@@ -613,17 +648,7 @@ func copyFile(from, to string) error {
 	return err
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func syncDir(dir string) error { return syncPath(dir) }
 
 // ChangeOwners gives every inode owned by uid from.UID to to.UID, and every
 // inode of group from.GID to to.GID, in batches of their own, with no
