@@ -88,3 +88,28 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChangeOwners gives the 10,000 files of one owner (a fork's
+// parent agent) to another, and back: the cost of a fork's new agent.
+func BenchmarkChangeOwners(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "store"), quietOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 10000 {
+		if _, err := s.Create(RootIno, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644, Uid: 7, Gid: 7}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		from, to := Owner{7, 7}, Owner{8, 8}
+		if i%2 == 1 {
+			from, to = to, from
+		}
+		if n, err := s.ChangeOwners(from, to); err != nil || n != 10000 {
+			b.Fatal(n, err)
+		}
+	}
+}
