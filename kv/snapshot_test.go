@@ -510,3 +510,44 @@ func TestSnapshotLeftovers(t *testing.T) {
 		t.Errorf("fork: wrong content")
 	}
 }
+
+// TestForkIsolationConcurrent runs random operations (creates, in-place
+// overwrites of chunks and blobs, truncates, renames, unlinks) on a parent
+// and two forks of it at once, from the same files: each ends in its own
+// model's state, and a snapshot taken before the forks still holds the
+// state they started from.
+func TestForkIsolationConcurrent(t *testing.T) {
+	s := openSnapStore(t, filepath.Join(t.TempDir(), "store"))
+	var clock atomic.Int64
+	base := &writer{name: "w", dir: mkdir(t, s, RootIno, "w").Ino, states: []files{{}}, rnd: rand.New(rand.NewSource(1))}
+	for range 100 {
+		base.step(t, s, &clock)
+	}
+	start := base.states[len(base.states)-1]
+	if _, err := s.Snapshot("start"); err != nil {
+		t.Fatal(err)
+	}
+	stores := []*Store{s, openFork(t, s, "start"), openFork(t, s, "")}
+	var wg sync.WaitGroup
+	ws := make([]*writer, len(stores))
+	for i, st := range stores {
+		ws[i] = &writer{name: "w", dir: base.dir, states: []files{start.clone()}, rnd: rand.New(rand.NewSource(int64(10 + i)))}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				ws[i].step(t, st, &clock)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, st := range stores {
+		if got, want := dirFiles(t, st, "w"), ws[i].states[len(ws[i].states)-1]; !equalFiles(got, want) {
+			t.Errorf("store %d: holds %v, want %v", i, got, want)
+		}
+		checkInvariants(t, st, checkOpts{})
+	}
+	if got := dirFiles(t, openFork(t, s, "start"), "w"); !equalFiles(got, start) {
+		t.Errorf("the snapshot moved: %v, want %v", got, start)
+	}
+}
