@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,8 +30,9 @@ import (
 //     made under them) and usageMu for writing (every commit holds it for
 //     reading), so no batch is under way and no blob is half written by
 //     the daemon. Pebble's Checkpoint then hard-links the immutable tables
-//     and copies the manifest and the write-ahead logs (which are small:
-//     a memtable's worth at most), and each blob is hard-linked;
+//     and copies the manifest and the write-ahead log (small: a memtable
+//     past snapshotFlushAt is written to a table first), and each blob is
+//     hard-linked;
 //   - a blob file with more than one link is copied before the store
 //     writes it (acquireOwn), so the snapshot never sees a later write:
 //     copy-on-write at the granularity of a blob;
@@ -147,9 +149,9 @@ func (s *Store) checkpoint(dst string) (time.Duration, error) {
 	if err := s.space.check(0); err != nil {
 		return 0, err
 	}
-	// What can be made durable before the changes are held off is, so
-	// that the moment they are held is short; a big memtable becomes a
-	// table, which the snapshot links rather than copy its log.
+	// A big memtable is written to a table before changes are held off:
+	// the snapshot links the table rather than copy its log, and the
+	// moment they are held stays short.
 	if s.db.Metrics().MemTable.Size > snapshotFlushAt {
 		if err := s.db.Flush(); err != nil {
 			return 0, err
@@ -158,24 +160,11 @@ func (s *Store) checkpoint(dst string) (time.Duration, error) {
 	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
 		return 0, err
 	}
-	s.nsMu.Lock()
-	for i := range s.stripes {
-		s.stripes[i].Lock()
-	}
-	s.usageMu.Lock()
-	unlocked := false
-	defer func() {
-		if !unlocked {
-			s.usageMu.Unlock()
-			for i := range s.stripes {
-				s.stripes[len(s.stripes)-1-i].Unlock()
-			}
-			s.nsMu.Unlock()
-		}
-	}()
+	release := s.holdChanges()
+	defer release()
 	start := time.Now()
 	// The log is handed to the system (WithFlushedWAL) and copied; the
-	// copies are not synced here (durableFS) but by SyncTree below, once
+	// copies are not synced here (durableFS) but by syncSnapshot below, once
 	// changes go on: the tables and blobs the snapshot links are never
 	// written again (a shared blob is copied first), so syncing them
 	// later makes durable what they held now.
@@ -189,16 +178,31 @@ func (s *Store) checkpoint(dst string) (time.Duration, error) {
 		return 0, err
 	}
 	held := time.Since(start)
-	s.usageMu.Unlock()
-	for i := range s.stripes {
-		s.stripes[len(s.stripes)-1-i].Unlock()
-	}
-	s.nsMu.Unlock()
-	unlocked = true
+	release()
 	if s.fs.noSync {
 		return held, nil
 	}
 	return held, syncSnapshot(dst)
+}
+
+// holdChanges holds off every change to the store: nsMu (namespace
+// operations), every inode stripe (data and attribute changes, and the
+// blob writes made under them) and usageMu for writing (every commit
+// holds it for reading). It returns the function that lets them go, which
+// may be called more than once.
+func (s *Store) holdChanges() (release func()) {
+	s.nsMu.Lock()
+	for i := range s.stripes {
+		s.stripes[i].Lock()
+	}
+	s.usageMu.Lock()
+	return sync.OnceFunc(func() {
+		s.usageMu.Unlock()
+		for i := len(s.stripes) - 1; i >= 0; i-- {
+			s.stripes[i].Unlock()
+		}
+		s.nsMu.Unlock()
+	})
 }
 
 // syncSnapshot makes the snapshot in dir durable: every file but Pebble's
