@@ -354,6 +354,13 @@ func TestSnapshotSurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Kill(t)
+	// The store's snapshots, with no daemon: listed, taken, deleted.
+	cfs(t, "snapshot", "--store", m.Store, "k2")
+	var list []computerfs.SnapshotInfo
+	if err := json.Unmarshal(cfs(t, "snapshot", "--store", m.Store, "--json"), &list); err != nil || len(list) != 2 || list[0].Name != "k" || list[1].Name != "k2" {
+		t.Errorf("snapshot --store: %v %+v", err, list)
+	}
+	cfs(t, "snapshot", "--store", m.Store, "--delete", "k2")
 	cfs(t, "fork", "--src", m.Store, "--from", "k", "--store", filepath.Join(dir, "fork"))
 	f := testmount.Start(t, filepath.Join(dir, "fork"), "--no-sandbox")
 	if got, err := os.ReadFile(filepath.Join(f.Dir, "big")); err != nil || !bytes.Equal(got, want) {

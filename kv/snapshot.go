@@ -414,8 +414,12 @@ func (s *Store) cleanSnapshots() error {
 }
 
 // Snapshots lists the store's snapshots, oldest first.
-func (s *Store) Snapshots() ([]SnapshotInfo, error) {
-	entries, err := os.ReadDir(filepath.Join(s.dir, snapshotsDir))
+func (s *Store) Snapshots() ([]SnapshotInfo, error) { return ListSnapshots(s.dir) }
+
+// ListSnapshots lists the snapshots of the store in dir, open or not,
+// oldest first.
+func ListSnapshots(dir string) ([]SnapshotInfo, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -427,7 +431,7 @@ func (s *Store) Snapshots() ([]SnapshotInfo, error) {
 		if !e.IsDir() || CheckSnapshotName(e.Name()) != nil {
 			continue
 		}
-		info, err := snapshotInfo(filepath.Join(s.dir, snapshotsDir, e.Name()))
+		info, err := snapshotInfo(filepath.Join(dir, snapshotsDir, e.Name()))
 		if err != nil {
 			return nil, err
 		}

@@ -11,27 +11,32 @@ import (
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/internal/textsafe"
+	"github.com/computerfs/computerfs/kv"
 )
 
 // cmdSnapshot takes, lists (no NAME) or deletes (--delete) snapshots of a
-// mounted workspace.
+// mounted workspace (-w) or of a store that is not mounted (--store).
 func cmdSnapshot(args []string, stdout, stderr io.Writer) error {
 	fset := newFlags("snapshot")
 	mount := fset.String("w", "", "the workspace's mount point")
+	store := fset.String("store", "", "a store that is not mounted (opened here)")
 	del := fset.Bool("delete", false, "delete the snapshot NAME")
 	asJSON := fset.Bool("json", false, "print JSON")
 	pos, err := parse(fset, args, stdout)
 	if err != nil {
 		return err
 	}
-	if *mount == "" {
-		return usageErr("missing -w MOUNTPOINT")
+	if err := oneOf(*mount, *store); err != nil {
+		return err
 	}
 	if len(pos) > 1 {
 		return usageErr("unexpected argument %q", pos[1])
 	}
 	if *del && len(pos) == 0 {
 		return usageErr("missing NAME")
+	}
+	if *store != "" {
+		return snapshotStore(*store, pos, *del, *asJSON, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -45,13 +50,7 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(stdout, list)
-		}
-		for _, s := range list {
-			fmt.Fprintf(stdout, "%-24s %s  %s own\n", textsafe.Name(s.Name), s.Created.Local().Format(time.DateTime), humanBytes(s.Own))
-		}
-		return nil
+		return printSnapshots(stdout, list, *asJSON)
 	case *del:
 		return c.DeleteSnapshot(ctx, pos[0])
 	}
@@ -60,10 +59,63 @@ func cmdSnapshot(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	return printSnapshot(stdout, info, time.Since(start), *asJSON)
+}
+
+// snapshotStore is cmdSnapshot for a store that is not mounted: listed
+// without opening it, opened for a snapshot or a deletion.
+func snapshotStore(dir string, pos []string, del, asJSON bool, stdout, stderr io.Writer) error {
+	if len(pos) == 0 {
+		if ok, err := kv.IsStore(dir); err != nil || !ok {
+			if err == nil {
+				err = fmt.Errorf("store %s: %w", dir, kv.ErrNotStore)
+			}
+			return err
+		}
+		list, err := kv.ListSnapshots(dir)
+		if err != nil {
+			return err
+		}
+		return printSnapshots(stdout, list, asJSON)
+	}
+	log, err := newLogger(stderr, "warn", "text")
+	if err != nil {
+		return err
+	}
+	st, err := computerfs.OpenExisting(dir, log)
+	if err != nil {
+		return mountedAdvice(err, useW)
+	}
+	defer st.Close()
+	if del {
+		return st.DeleteSnapshot(pos[0])
+	}
+	start := time.Now()
+	info, err := st.Snapshot(pos[0])
+	if err != nil {
+		return err
+	}
+	return printSnapshot(stdout, info, time.Since(start), asJSON)
+}
+
+func printSnapshots(stdout io.Writer, list []computerfs.SnapshotInfo, asJSON bool) error {
+	if asJSON {
+		if list == nil {
+			list = []computerfs.SnapshotInfo{}
+		}
+		return printJSON(stdout, list)
+	}
+	for _, s := range list {
+		fmt.Fprintf(stdout, "%-24s %s  %s own\n", textsafe.Name(s.Name), s.Created.Local().Format(time.DateTime), humanBytes(s.Own))
+	}
+	return nil
+}
+
+func printSnapshot(stdout io.Writer, info computerfs.SnapshotInfo, took time.Duration, asJSON bool) error {
+	if asJSON {
 		return printJSON(stdout, info)
 	}
-	fmt.Fprintf(stdout, "snapshot %s taken in %v\n", textsafe.Name(info.Name), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "snapshot %s taken in %v (changes held %v)\n", textsafe.Name(info.Name), took.Round(time.Millisecond), info.Held.Round(10*time.Microsecond))
 	return nil
 }
 

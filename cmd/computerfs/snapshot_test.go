@@ -14,7 +14,7 @@ func TestSnapshotUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"snapshot", "x"}, "computerfs snapshot: missing -w MOUNTPOINT; see 'computerfs snapshot -h'"},
+		{[]string{"snapshot", "x"}, "computerfs snapshot: missing -w MOUNTPOINT or --store DIR; see 'computerfs snapshot -h'"},
 		{[]string{"snapshot", "-w", "/m", "a", "b"}, `computerfs snapshot: unexpected argument "b"; see 'computerfs snapshot -h'`},
 		{[]string{"snapshot", "-w", "/m", "--delete"}, "computerfs snapshot: missing NAME; see 'computerfs snapshot -h'"},
 		{[]string{"fork", "-w", "/m"}, "computerfs fork: missing --store DIR; see 'computerfs fork -h'"},
