@@ -37,6 +37,8 @@ import (
 //	                   lines: {"out":...}, {"err":...}, then {"result":...}
 //	POST /v1/tools/T   call the agent tool T (see tools.go)
 //	GET  /v1/audit     the tools' audit records
+//	GET  /v1/snapshots, POST /v1/snapshots?name=N, DELETE /v1/snapshots/{name},
+//	POST /v1/fork?store=DIR&from=N   snapshots and forks (snapshot.go)
 
 const controlSocket = execwire.SocketName
 
@@ -87,6 +89,7 @@ func (w *Workspace) serveControl() error {
 	mux.HandleFunc("POST /v1/exec", w.serveExec)
 	mux.HandleFunc("POST /v1/tools/{name}", w.serveTool)
 	mux.HandleFunc("GET /v1/audit", w.serveAudit)
+	w.serveSnapshots(mux)
 	mux.HandleFunc("POST /v1/sync", func(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, w.Sync(r.Context()))
 	})

@@ -92,6 +92,7 @@ type Workspace struct {
 	FS *wsfs.FS
 
 	agent      Agent        // who the agent is on the host
+	agentsDir  string       // the registry of agent identities (MountOptions.AgentsDir)
 	tools      *tools.Tools // the agent tools (see tools.go)
 	spec       *spec.Spec   // nil for a store not imported from a spec
 	httpClient *http.Client
@@ -170,7 +171,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
-	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
+	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, agentsDir: opts.AgentsDir, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
 		Config: fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates,
 			PrivateRoot: !opts.SharedRoot, Agent: agentRules(sp, agent)},

@@ -65,6 +65,9 @@ type openBlob struct {
 	refs int
 	used uint64
 	gone bool // removed or replaced: close at the last release
+	// own: the file was seen with one link (no snapshot or fork shares
+	// it) since the last snapshot; see acquireOwn.
+	own bool
 }
 
 func (bs *blobStore) path(ino uint64) string {
@@ -408,7 +411,7 @@ func (s *Store) blobForWrite(b *pebble.Batch, a *Attr, off uint64) (f *os.File, 
 	if moved {
 		f, release, err = s.toBlob(b, a)
 	} else {
-		f, release, err = s.blobs.acquire(ino, false)
+		f, release, err = s.blobs.acquireOwn(ino)
 		if err == errBlobGone {
 			err = fmt.Errorf("inode %d: its blob is missing", ino)
 		}
@@ -442,7 +445,7 @@ func (s *Store) truncateBlob(a *Attr, size uint64) error {
 		a.Blocks = min(a.Blocks, blocksFor(size)) // until the cut counts them
 		return nil
 	}
-	f, release, err := s.blobs.acquire(a.Ino, false)
+	f, release, err := s.blobs.acquireOwn(a.Ino)
 	if err != nil {
 		return err
 	}
@@ -475,7 +478,7 @@ func (s *Store) cutAfterCommit(a *Attr) error {
 // zeroed range becomes a hole, and a size about to grow first cuts off
 // what lies past the old one. Space is not reserved ahead, as for chunks.
 func (s *Store) fallocateBlob(a *Attr, mode uint32, off, end uint64) error {
-	f, release, err := s.blobs.acquire(a.Ino, false)
+	f, release, err := s.blobs.acquireOwn(a.Ino)
 	if err != nil {
 		return err
 	}
@@ -528,7 +531,7 @@ func (s *Store) seekBlob(a *Attr, off int64, whence int) (int64, error) {
 // goes, and the blocks it then holds are recorded (in a batch of their own)
 // if a counts others. The caller holds the inode's lock, or runs alone.
 func (s *Store) settleBlob(a *Attr) error {
-	f, release, err := s.blobs.acquire(a.Ino, false)
+	f, release, err := s.blobs.acquireOwn(a.Ino)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,22 @@ type durableFS struct {
 	// Files Pebble cannot fail to write (it panics): a new log and a new
 	// manifest are spares made in advance (see spare).
 	logSpare, manifestSpare spare
+	// dbDir is the store's database directory. Files Pebble writes
+	// elsewhere (a checkpoint's, snapshot.go) are not the store's: they
+	// take no spare, keep nothing allocated ahead and are not synced
+	// (the checkpoint is made durable with SyncTree once changes are no
+	// longer held off).
+	dbDir string
+	// checkpointing: a checkpoint is being written (the store holds off
+	// every change), whose files and directories are not synced.
+	checkpointing atomic.Bool
 }
+
+// ours tells whether name is a file of the store's own database.
+func (d *durableFS) ours(name string) bool { return d.dbDir == "" || filepath.Dir(name) == d.dbDir }
+
+// unsynced tells whether name is a file of the checkpoint being written.
+func (d *durableFS) unsynced(name string) bool { return d.checkpointing.Load() && !d.ours(name) }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
 
@@ -42,6 +57,9 @@ func isManifest(name string) bool { return strings.HasPrefix(filepath.Base(name)
 
 func (d *durableFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err == nil && d.noSync {
+		return noSyncFile{f}, nil
+	}
+	if err == nil && d.unsynced(name) {
 		return noSyncFile{f}, nil
 	}
 	if err != nil {
@@ -62,7 +80,7 @@ func (d *durableFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 
 func (d *durableFS) OpenDir(name string) (vfs.File, error) {
 	f, err := d.FS.OpenDir(name)
-	if err == nil && d.noSync {
+	if err == nil && (d.noSync || d.unsynced(filepath.Join(name, "x"))) {
 		return noSyncFile{f}, nil
 	}
 	return f, err
@@ -84,7 +102,7 @@ func (noSyncFile) Preallocate(offset, length int64) error { return nil }
 // spareFor is the spare for a new file of Pebble's named name, or nil.
 func (d *durableFS) spareFor(name string) *spare {
 	switch {
-	case d.noSync:
+	case d.noSync || !d.ours(name):
 		return nil
 	case isWAL(name):
 		return &d.logSpare

@@ -139,7 +139,7 @@ func (s *Store) PinBlob(ino uint64, write bool) (f *os.File, ok bool, err error)
 // stores left a sparse tail short), nothing past it, and its access time
 // a's, so that the host records the next read. The caller holds the lock.
 func (s *Store) newPin(a *Attr) (*pin, error) {
-	f, release, err := s.blobs.acquire(a.Ino, false)
+	f, release, err := s.blobs.acquireOwn(a.Ino)
 	if err == errBlobGone {
 		err = fmt.Errorf("inode %d: its blob is missing", a.Ino)
 	}
@@ -438,7 +438,7 @@ func (s *Store) unpinAll() error {
 // cutPinned cuts the blob of a, pinned for writing, to size before the
 // batch with the new size commits (see setAttr). The caller holds the lock.
 func (s *Store) cutPinned(a *Attr, size uint64) error {
-	f, release, err := s.blobs.acquire(a.Ino, false)
+	f, release, err := s.blobs.acquireOwn(a.Ino)
 	if err != nil {
 		return err
 	}

@@ -215,6 +215,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
+	if err := s.cleanSnapshots(); err != nil {
+		s.db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
 	s.flusherWG.Add(1)
 	go s.flusher(opts.FlushInterval, opts.SyncInterval)
 	return s, nil
@@ -304,6 +309,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 	// A write of Pebble's that finds the file system full removes the
 	// ballast and is tried again (space.go).
 	s.fs = &durableFS{FS: vfs.OnDiskFull(pebbleFS(vfs.Default), func() { s.space.diskFull() }), noSync: opts.NoSync}
+	s.fs.dbDir = filepath.Join(s.dir, "db")
 	s.fs.setSpares(s.dir)
 	if s.space != nil {
 		s.space.spare = s.fs

@@ -58,6 +58,17 @@ func init() {
 			example: "computerfs mcp -w /mnt/ws\ncomputerfs mcp -w /mnt/ws --listen 127.0.0.1:8765",
 			details: "Plain HTTP is served on loopback addresses only, unless --insecure-http; elsewhere give\n" +
 				"--tls-cert and --tls-key."},
+		{name: "snapshot", args: "-w MOUNTPOINT | --store DIR [--delete] [NAME]", run: cmdSnapshot,
+			summary: "take a consistent snapshot of a mounted workspace (no NAME: list them; --delete NAME)",
+			example: "computerfs snapshot -w /mnt/ws before-refactor\ncomputerfs snapshot -w /mnt/ws",
+			details: "A snapshot is a point in the sequence of the workspace's operations, files being written\n" +
+				"included, kept in the store; it costs the disk of what changes after it. --store works on\n" +
+				"a store that is not mounted (opened here to take or delete one)."},
+		{name: "fork", args: "-w MOUNTPOINT | --src STORE [--from NAME] --store DIR", run: cmdFork,
+			summary: "make a new independent store from a workspace's snapshot or current state",
+			example: "computerfs fork -w /mnt/ws --from before-refactor --store /var/lib/computerfs/ws-try1",
+			details: "The fork shares unchanged data with its parent (copy-on-write), has an agent identity of its\n" +
+				"own, and is mounted with computerfs mount --store DIR."},
 		{name: "unmount", args: "[--timeout D] MOUNTPOINT", run: cmdUnmount,
 			summary: "unmount a workspace and wait for its daemon to close the store (also: umount)",
 			example: "computerfs unmount /mnt/ws"},

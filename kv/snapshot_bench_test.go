@@ -1,0 +1,115 @@
+package kv
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkSnapshot takes snapshots of stores of 100 MB and 1 GB, in small
+// files (32 KiB: chunks in Pebble) or big ones (8 MiB: blobs), and reports
+// per snapshot the time changes were held off (held-ms), a fork of it
+// (fork-ms), and, once per store in the same run, `cp -a` of the store
+// directory (cp-ms). Run with:
+//
+//	go test -tags seccomp -run '^$' -bench Snapshot -benchtime 5x ./kv/
+//
+// The 1 GB stores take a minute or more to build.
+func BenchmarkSnapshot(b *testing.B) {
+	for _, size := range []int64{100 << 20, 1 << 30} {
+		for _, kind := range []struct {
+			name string
+			file int
+		}{{"small", 32 << 10}, {"big", 8 << 20}} {
+			b.Run(fmt.Sprintf("%dMB/%s", size>>20, kind.name), func(b *testing.B) {
+				dir := filepath.Join(b.TempDir(), "store")
+				s, err := Open(dir, quietOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				data := pattern(7, kind.file)
+				perDir := 1000
+				var d uint64
+				for i := 0; int64(i)*int64(kind.file) < size; i++ {
+					if i%perDir == 0 {
+						a, err := s.Create(RootIno, fmt.Sprintf("d%d", i/perDir), NewInode{Mode: S_IFDIR | 0o755})
+						if err != nil {
+							b.Fatal(err)
+						}
+						d = a.Ino
+					}
+					a, err := s.Create(d, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := s.Write(a.Ino, 0, data); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// cp -a of the store closed (Pebble's compactions would
+				// remove tables under it), then open again.
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if out, err := exec.Command("cp", "-a", dir, dir+".cp").CombinedOutput(); err != nil {
+					b.Fatalf("cp -a: %v %s", err, out)
+				}
+				cp := time.Since(start)
+				if s, err = Open(dir, quietOptions()); err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				var held, fork time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					info, err := s.Snapshot(fmt.Sprintf("s%d", i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					held += info.Held
+					b.StopTimer()
+					start := time.Now()
+					if err := s.Fork(filepath.Join(b.TempDir(), "fork"), fmt.Sprintf("s%d", i)); err != nil {
+						b.Fatal(err)
+					}
+					fork += time.Since(start)
+					b.StartTimer()
+				}
+				b.StopTimer()
+				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+				b.ReportMetric(ms(held), "held-ms")
+				b.ReportMetric(ms(fork), "fork-ms")
+				b.ReportMetric(float64(cp.Microseconds())/1000, "cp-ms")
+			})
+		}
+	}
+}
+
+// BenchmarkChangeOwners gives the 10,000 files of one owner (a fork's
+// parent agent) to another, and back: the cost of a fork's new agent.
+func BenchmarkChangeOwners(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "store"), quietOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 10000 {
+		if _, err := s.Create(RootIno, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644, Uid: 7, Gid: 7}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		from, to := Owner{7, 7}, Owner{8, 8}
+		if i%2 == 1 {
+			from, to = to, from
+		}
+		if n, err := s.ChangeOwners(from, to); err != nil || n != 10000 {
+			b.Fatal(n, err)
+		}
+	}
+}
