@@ -117,7 +117,7 @@ func lookup(name string) *command {
 func overview(w io.Writer) {
 	fmt.Fprint(w, "computerfs: a durable workspace file system for agents\n\nUsage:\n  computerfs COMMAND [flags] [arguments]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nRun 'computerfs help COMMAND' or 'computerfs COMMAND -h' for a command's usage, example and flags.\n")
 }

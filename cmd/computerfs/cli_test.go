@@ -71,7 +71,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("computerfs %s: exit %d, stderr %q", args[0], code, errOut)
 		}
 		for _, c := range commands {
-			if !strings.Contains(out, fmt.Sprintf("\n  %-8s %s\n", c.name, c.summary)) {
+			if !strings.Contains(out, fmt.Sprintf("\n  %-9s %s\n", c.name, c.summary)) {
 				t.Errorf("computerfs %s does not list %s with its summary:\n%s", args[0], c.name, out)
 			}
 		}
