@@ -573,6 +573,9 @@ func (c *cmd) grepReader(g *grepOpts, r io.Reader, name string, multi bool) (boo
 		if !binary && strings.IndexByte(text, 0) >= 0 {
 			binary = true
 		}
+		if c.matchTooCostly(g.re, len(text)) {
+			return count > 0, errPatternLimit
+		}
 		hit := g.match(text) != g.invert
 		if g.maxCount >= 0 && count >= g.maxCount {
 			hit = false

@@ -704,6 +704,10 @@ func (st *sedState) matchAddr(a sedAddr, ps string, last bool) bool {
 		} else {
 			st.lastRE = re
 		}
+		if st.c.matchTooCostly(re, len(ps)) {
+			st.quit = true
+			return false
+		}
 		return re != nil && re.MatchString(ps)
 	}
 	return true
@@ -917,6 +921,10 @@ func (st *sedState) cycle(ps string, nl bool, lr *lineReader) {
 			}
 			if re == nil {
 				break
+			}
+			if st.c.matchTooCostly(re, len(ps)) {
+				st.quit = true
+				return
 			}
 			out, did := substitute(re, ps, cm)
 			if did {

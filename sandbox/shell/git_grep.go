@@ -118,6 +118,9 @@ func gitGrep(g *gitCmd) int {
 		lines := splitKeep(string(data))
 		for i, l := range lines {
 			l = strings.TrimSuffix(l, "\n")
+			if g.matchTooCostly(re, len(l)) {
+				return 125
+			}
 			if re.MatchString(l) == a.has("--invert-match") {
 				continue
 			}

@@ -453,5 +453,8 @@ func (r *run) stopPattern(what string) error {
 // patternMessage is what a call stopped for a pattern prints.
 func (b *memBudget) patternMessage() string {
 	what, _ := b.patWhat.Load().(string)
+	if strings.HasPrefix(what, "a regular expression of ") {
+		return fmt.Sprintf("%s: more than the shell fast path matches in one step; run it in the sandbox", what)
+	}
 	return fmt.Sprintf("%s: more than the shell fast path matches (%s, %d extglob groups); run it in the sandbox", what, sizeText(maxPattern), maxExtGroups)
 }

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 )
 
@@ -29,4 +30,35 @@ func compileGo(expr string) (*regexp.Regexp, error) {
 		return nil, errRegexTooBig
 	}
 	return regexp.Compile(expr)
+}
+
+// Bounds on one match of the fast path's own commands (grep, sed, git
+// grep). Go's regexp cannot be stopped inside a match either, and where
+// it finds no literal prefix to skip by, a match costs up to the
+// expression's length times the input's in the worst case (a 20 KB
+// literal under -i on a 20 KB line of the same letter: two seconds).
+// Inputs of ordinary expressions are not limited: an expression of
+// matchCheckFrom bytes or more may not meet an input that makes that
+// product pass maxMatchWork (about a second at worst); such a call is
+// stopped for a pattern limit, as the interpreter's patterns are.
+const (
+	matchCheckFrom = 1 << 10
+	maxMatchWork   = 1 << 28
+)
+
+// matchTooCostly reports whether matching re on an input of n bytes may
+// cost more than the fast path gives one match, and if so stops the call.
+func (c *cmd) matchTooCostly(re *regexp.Regexp, n int) bool {
+	if re == nil || n == 0 {
+		return false
+	}
+	l := len(re.String())
+	if l < matchCheckFrom || int64(l)*int64(n) <= maxMatchWork {
+		return false
+	}
+	if _, complete := re.LiteralPrefix(); complete {
+		return false // a plain string search
+	}
+	c.r.stopPattern(fmt.Sprintf("a regular expression of %s on a line of %s", sizeText(int64(l)), sizeText(int64(n))))
+	return true
 }

@@ -53,6 +53,30 @@ func TestRegexBombs(t *testing.T) {
 			t.Errorf("%s: the heap reached %d MiB", c.cmd, p>>20)
 		}
 	}
+	// A long expression that regexp cannot skip by on a long line costs
+	// its length times the line's in one match that cannot be stopped:
+	// stopped before it starts, where the product passes the bound.
+	const long = `x=$(head -c 30000 /dev/zero | tr '\0' a); `
+	for _, cmd := range []string{
+		`echo $x | grep -ic "$x"`,
+		`echo $x | grep -c "a*$x"`,
+		`echo $x | sed -n "/a*$x/p"`,
+		`echo $x | sed "s/a*$x/b/"`,
+	} {
+		var out bytes.Buffer
+		start := time.Now()
+		res, err := s.Exec(context.Background(), long+cmd, ExecOptions{Stdout: &out, Stderr: &out, Timeout: 10 * time.Minute})
+		t.Logf("%-40s exit %d %5.2fs %q", cmd, res.ExitCode, time.Since(start).Seconds(), out.String())
+		if err != nil || res.Stopped != "pattern limit" || !strings.Contains(out.String(), "on a line of 30000 bytes: more than the shell fast path matches in one step") {
+			t.Errorf("%s: %v %+v %q, want a pattern limit", cmd, err, res, out.String())
+		}
+	}
+	// The same expression on short lines, and a plain string on the long
+	// line, are matched.
+	var short bytes.Buffer
+	if res, err := s.Exec(context.Background(), long+`printf 'a\nb\n' | grep -ic "$x"; echo $x | grep -c "$x"; echo $x | sed -n "/$x/s/.*/sed/p"`, ExecOptions{Stdout: &short, Stderr: &short}); err != nil || short.String() != "0\n1\nsed\n" {
+		t.Fatalf("short lines: %v %+v %q", err, res, short.String())
+	}
 	// grep -F matches without a regexp: any length.
 	var fixed bytes.Buffer
 	if res, err := s.Exec(context.Background(), big+`echo a | grep -F -e "$x" -e a; echo "b$x" | grep -cF "$x"`, ExecOptions{Stdout: &fixed, Stderr: &fixed}); err != nil || fixed.String() != "a\n1\n" {
