@@ -100,6 +100,9 @@ func (w *Workspace) setBackends(opts MountOptions) {
 		}
 		w.sandbox = sb
 		w.allowNetwork = opts.Sandbox.AllowNetwork
+		// which and command -v on the fast path find what the sandbox has
+		rootfs := opts.Sandbox.Base.Rootfs
+		w.shell.Opts.SandboxProgram = func(p string) bool { return sandbox.HasProgram(rootfs, p) }
 	}
 }
 

@@ -221,3 +221,28 @@ func TestSandboxCacheFlag(t *testing.T) {
 		t.Fatalf("--sandbox-cache 1M: %v %s", err, b)
 	}
 }
+
+// Questions about the machine get the sandbox's answer from both
+// backends: which, command -v and type find the programs the sandbox has
+// (go, gcc, make...), not only the fast path's built-ins, and a workspace
+// program on $PATH; what neither has is missing in both.
+func TestWhichAgrees(t *testing.T) {
+	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"))
+	mustExec(t, m, "shell", "mkdir -p bin && printf '#!/bin/sh\\necho tool\\n' > bin/tool && chmod +x bin/tool")
+	const probe = `which go gcc make sh grep env no-such-tool; echo "which $?"; command -v node git cat; command -v no-such-tool; echo "cmd $?"; type -p make; type -t gcc cd; PATH=$PATH:/workspace/bin command -v tool; command -v ./bin/tool`
+	outs := map[string]string{}
+	for _, b := range []string{"shell", "sandbox"} {
+		res, out, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: b, Command: probe})
+		if err != nil || res.Backend != b {
+			t.Fatalf("%s: %v %+v %q %q", b, err, res, out, errOut)
+		}
+		outs[b] = out + errOut
+	}
+	if outs["shell"] != outs["sandbox"] {
+		t.Fatalf("the backends answer differently:\nshell:\n%s\nsandbox:\n%s", outs["shell"], outs["sandbox"])
+	}
+	if !strings.Contains(outs["shell"], "/usr/local/go/bin/go\n") && !strings.Contains(outs["shell"], "/usr/bin/gcc\n") {
+		t.Fatalf("neither go nor gcc was found:\n%s", outs["shell"])
+	}
+	t.Logf("both:\n%s", outs["shell"])
+}

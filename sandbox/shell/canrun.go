@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/interp"
@@ -47,6 +48,13 @@ func canRunFile(f *syntax.File, rt *router) (bool, string) {
 		if reason != "" {
 			return false
 		}
+		if rd, ok := n.(*syntax.Redirect); ok && rd.Word != nil {
+			if w, ok := literal(rd.Word); ok && sandboxPath(w) {
+				reason = fmt.Sprintf("%s is the sandbox's", w)
+				return false
+			}
+			return true
+		}
 		call, ok := n.(*syntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			return true
@@ -55,6 +63,10 @@ func canRunFile(f *syntax.File, rt *router) (bool, string) {
 		lits := make([]bool, len(call.Args))
 		for i, w := range call.Args {
 			words[i], lits[i] = literal(w)
+			if i > 0 && lits[i] && sandboxPath(words[i]) {
+				reason = fmt.Sprintf("%s is the sandbox's", words[i])
+				return false
+			}
 		}
 		reason = checkCommand(words, lits, funcs, rt)
 		return reason == ""
@@ -213,4 +225,37 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 		return ""
 	}
 	return fmt.Sprintf("%s is not built in", words[0])
+}
+
+// sandboxRoots are the top directories of the sandbox's root file system
+// that the fast path's namespace does not have (its world is /workspace,
+// /tmp and a few devices): the host's userland, /proc, the other devices.
+var sandboxRoots = map[string]bool{"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true,
+	"libx32": true, "etc": true, "opt": true, "proc": true, "dev": true, "sys": true, "cache": true}
+
+// sandboxPath reports whether an argument (or the value of an --opt=PATH)
+// names a path there: a command that reads /etc/os-release, lists
+// /usr/local/go/bin or reads /dev/urandom gets the sandbox's answer, not
+// the fast path's "No such file or directory".
+func sandboxPath(w string) bool {
+	if i := strings.IndexByte(w, '='); i >= 0 && strings.HasPrefix(w, "-") {
+		w = w[i+1:]
+	}
+	if len(w) < 2 || w[0] != '/' || strings.ContainsAny(w, " \t\n") {
+		return false
+	}
+	clean := path.Clean(w)
+	top, _, _ := strings.Cut(clean[1:], "/")
+	if !sandboxRoots[top] {
+		return false
+	}
+	if top == "dev" {
+		for _, d := range devFiles {
+			if clean == "/dev/"+d {
+				return false
+			}
+		}
+		return clean != "/dev"
+	}
+	return true
 }

@@ -12,6 +12,17 @@ func TestCanRun(t *testing.T) {
 		ok     bool
 	}{
 		{"ls -la | grep foo", true},
+		{"cat /etc/os-release", false},
+		{"ls /usr/local/go/bin", false},
+		{"ls /usr/*/bin", false},
+		{"head -c 16 /dev/urandom | base64", false},
+		{"cat /proc/cpuinfo | grep -c processor", false},
+		{"wc -l < /etc/passwd", false},
+		{"grep --file=/etc/hosts x", false},
+		{"echo hi > /dev/null; cat /dev/stdin", true},
+		{"ls /workspace /tmp", true},
+		{"awk '/usr/ {print}' f", true},
+		{"cat ./etc/x", true},
 		{"set -e; ls", true},
 		{"set -euo pipefail; ls", true},
 		{"set -x; ls", false},

@@ -1,9 +1,5 @@
 package shell
 
-import (
-	"strings"
-)
-
 func init() {
 	register(&command{names: []string{"which"}, run: cmdWhich, opts: opts("as", "all", "skip-alias")})
 }
@@ -15,7 +11,7 @@ func cmdWhich(c *cmd) int {
 	}
 	status := 0
 	for _, n := range names {
-		if p, ok := builtinPath(n); ok && !strings.Contains(n, "/") {
+		if p, ok := c.r.programPath(c, n); ok {
 			c.out.WriteString(p + "\n")
 		} else {
 			status = 1

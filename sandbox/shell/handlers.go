@@ -544,6 +544,47 @@ func builtinPath(name string) (string, bool) {
 	return "", false
 }
 
+// programPath is where a command name is found, as the sandbox's PATH
+// search would find it: a built-in's /usr/bin/NAME; else the first
+// directory of $PATH that has an executable file of that name, in the
+// workspace (the namespace's files) or in the sandbox's root file system
+// (Options.SandboxProgram). A name with a slash is itself, if it is
+// executable.
+func (r *run) programPath(c *cmd, name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	if p, ok := builtinPath(name); ok && !strings.Contains(name, "/") {
+		return p, true
+	}
+	exe := func(p string) bool {
+		if p == wsRoot || strings.HasPrefix(p, wsRoot+"/") || p == tmpRoot || strings.HasPrefix(p, tmpRoot+"/") {
+			fi, err := c.stat(p)
+			return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+		}
+		return r.sh.opts.SandboxProgram != nil && r.sh.opts.SandboxProgram(p)
+	}
+	if strings.Contains(name, "/") {
+		if exe(c.abs(name)) {
+			return name, true
+		}
+		return "", false
+	}
+	for _, dir := range strings.Split(c.getenv("PATH"), ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := path.Join(c.abs(dir), name)
+		if exe(p) {
+			if !strings.HasPrefix(dir, "/") {
+				return path.Join(dir, name), true
+			}
+			return p, true
+		}
+	}
+	return "", false
+}
+
 func (r *run) typeBuiltin(c *cmd) int {
 	mode := c.args[1]
 	names := c.args[2:]
@@ -574,7 +615,7 @@ func (r *run) typeBuiltin(c *cmd) int {
 		case interp.IsBuiltin(name) && !slices.Contains([]string{"kill"}, name):
 			kind = "builtin"
 		default:
-			if p, ok := builtinPath(name); ok {
+			if p, ok := r.programPath(c, name); ok {
 				kind, where = "file", p
 			}
 		}

@@ -72,6 +72,12 @@ type Options struct {
 	// directory (the longest that holds the repository wins), as an
 	// includeIf "gitdir:DIR/" of the system configuration does.
 	GitDirs []GitIdentity
+	// SandboxProgram, if set, reports whether the sandbox's root file
+	// system has an executable file at path (absolute, outside /workspace
+	// and /tmp): which, command -v and type answer for the programs that
+	// are not built in as the sandbox would, where the next command finds
+	// them. nil: only the built-ins and the workspace's are found.
+	SandboxProgram func(path string) bool
 }
 
 // GitIdentity is the identity of git's commits in the repositories at or
