@@ -22,7 +22,12 @@ func cmdBase64(c *cmd) int {
 		case "d", "decode":
 			decode = true
 		case "w", "wrap":
-			wrap, _ = strconv.Atoi(o.val)
+			n, err := strconv.Atoi(o.val)
+			if err != nil || n < 0 {
+				c.errorf("invalid wrap size: '%s'", o.val)
+				return 1
+			}
+			wrap = n
 		}
 	}
 	if len(files) > 1 {
@@ -51,11 +56,8 @@ func cmdBase64(c *cmd) int {
 			return nil
 		}
 		enc := base64.StdEncoding.EncodeToString(data)
-		if wrap <= 0 {
+		if wrap == 0 { // no line breaks at all, the last included
 			c.out.WriteString(enc)
-			if enc != "" {
-				c.out.WriteString("\n")
-			}
 			return nil
 		}
 		for len(enc) > wrap {
