@@ -1,7 +1,6 @@
 package computerfs
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -488,27 +487,10 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return ExecResult{}, errors.New(strings.TrimSpace(string(msg)))
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 4<<10), maxExecRequest)
-	for sc.Scan() {
-		var ev execEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return ExecResult{}, fmt.Errorf("exec answer: %w", err)
-		}
-		switch {
-		case ev.Out != nil:
-			stdout.Write(ev.Out)
-		case ev.Err != nil:
-			stderr.Write(ev.Err)
-		case ev.Error != "":
-			return ExecResult{}, errors.New(ev.Error)
-		case ev.Result != nil:
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // to the end, so the connection is reused
-			return *ev.Result, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
+	res, transport, err := execwire.ReadAnswer(resp.Body, stdout, stderr)
+	if transport {
 		return ExecResult{}, c.lost(err)
 	}
-	return ExecResult{}, c.lost(fmt.Errorf("exec: %w", execwire.ErrNoResult))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // to the end, so the connection is reused
+	return res, err
 }

@@ -123,12 +123,25 @@ func (c *Client) exec(conn *sockConn, body []byte, stdout, stderr io.Writer) (Re
 		msg, _ := io.ReadAll(io.LimitReader(br, 64<<10))
 		return Result{}, errors.New(strings.TrimSpace(string(msg)))
 	}
-	sc := bufio.NewScanner(br)
+	res, transport, err := ReadAnswer(br, stdout, stderr)
+	if transport {
+		return Result{}, c.lost(err)
+	}
+	return res, err
+}
+
+// ReadAnswer reads the daemon's streamed answer to an exec call (one JSON
+// event a line), copying output to stdout and stderr as it comes, up to
+// the result. transport says that the error is the answer's being cut
+// short or unreadable (the daemon or its connection gone), not one the
+// daemon sent.
+func ReadAnswer(r io.Reader, stdout, stderr io.Writer) (res Result, transport bool, err error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4<<10), MaxRequest)
 	for sc.Scan() {
 		var ev Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return Result{}, fmt.Errorf("exec answer: %w", err)
+			return Result{}, false, fmt.Errorf("exec answer: %w", err)
 		}
 		switch {
 		case ev.Out != nil:
@@ -136,15 +149,15 @@ func (c *Client) exec(conn *sockConn, body []byte, stdout, stderr io.Writer) (Re
 		case ev.Err != nil:
 			stderr.Write(ev.Err)
 		case ev.Error != "":
-			return Result{}, errors.New(ev.Error)
+			return Result{}, false, errors.New(ev.Error)
 		case ev.Result != nil:
-			return *ev.Result, nil
+			return *ev.Result, false, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return Result{}, c.lost(err)
+		return Result{}, true, err
 	}
-	return Result{}, c.lost(fmt.Errorf("exec: %w", ErrNoResult))
+	return Result{}, true, fmt.Errorf("exec: %w", ErrNoResult)
 }
 
 func (c *Client) lost(err error) error { return Lost(c.mp, c.store, c.pid, err) }
