@@ -74,6 +74,8 @@ const (
 	awkLineFunc  = "__computerfs_line"
 	awkCaseFunc  = "__computerfs_case"
 	awkReFunc    = "__computerfs_re"
+	awkMatchFunc = "__computerfs_match" // (s, re): re, once a match of re on s is known to be bounded
+	awkLenFunc   = "__computerfs_len"   // (s, n): s, once a match of a literal of n bytes on s is
 	awkTemp      = "__computerfs_t"
 )
 
@@ -209,6 +211,25 @@ func awkNatives(g *awkGuard) map[string]any {
 			}
 			return sb.String(), nil
 		},
+		awkMatchFunc: func(s, re string) (string, error) {
+			if len(re) > maxRegex {
+				return re, fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(re), maxRegex)
+			}
+			if err := g.alloc(awkReBytes * int64(len(re))); err != nil {
+				return re, err
+			}
+			return re, matchBound(len(re), len(s), func() bool {
+				r := g.regex(re)
+				if r == nil {
+					return false
+				}
+				_, complete := r.LiteralPrefix()
+				return complete
+			})
+		},
+		awkLenFunc: func(s string, n int) (string, error) {
+			return s, matchBound(n, len(s), func() bool { return false })
+		},
 		awkSubFunc: func(re, repl, in string, global bool) (string, error) {
 			return repl, g.sub(re, repl, in, global)
 		},
@@ -315,6 +336,9 @@ func (g *awkGuard) countMatches(re, s string, enough func(n, total int64) bool) 
 func (g *awkGuard) sub(re, repl, in string, global bool) error {
 	if len(re) > maxRegex {
 		return fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(re), maxRegex)
+	}
+	if err := matchBound(len(re), len(in), func() bool { return false }); err != nil {
+		return err
 	}
 	amps := int64(strings.Count(repl, "&"))
 	lit := int64(len(repl)) - amps
@@ -487,6 +511,9 @@ type awkWriter struct {
 	temps []string // of the function being written
 	inFn  bool
 	ntemp int
+	// matchOn is the subject of the match being written, for regex to
+	// hand to its check (see matched)
+	matchOn string
 }
 
 func (w *awkWriter) temp() string {
@@ -793,7 +820,7 @@ func (w *awkWriter) index(list reflect.Value) string {
 
 // regex returns e where a regex is expected (after ~, in sub, match,
 // split): a literal as it is, anything else with its compilation
-// checked.
+// checked (and, after ~ and in match, its match: see matched).
 func (w *awkWriter) regex(ev reflect.Value) string {
 	if e, kind, ok := node(ev); ok && kind == "StrExpr" && e.FieldByName("Regex").Bool() {
 		return awkRegexText(e.FieldByName("Value").String())
@@ -801,7 +828,33 @@ func (w *awkWriter) regex(ev reflect.Value) string {
 	if w.isLiteral(ev) {
 		return w.expr(ev)
 	}
+	if w.matchOn != "" {
+		on := w.matchOn
+		w.matchOn = ""
+		return awkMatchFunc + "(" + on + ", " + w.expr(ev) + ")"
+	}
 	return awkReFunc + "(" + w.expr(ev) + ")"
+}
+
+// matched returns the subject of a match (the left of ~, match's first
+// argument), made so that the match that follows is bounded (see
+// matchBound): a literal expression of matchCheckFrom bytes or more
+// checks the subject's length itself; any other expression leaves the
+// subject's value to regex (in w.matchOn), which hands it to the check of
+// the expression. Short literals need no check.
+func (w *awkWriter) matched(subject, re reflect.Value) string {
+	if e, kind, ok := node(re); ok && kind == "StrExpr" {
+		if n := len(e.FieldByName("Value").String()); n >= matchCheckFrom {
+			return awkLenFunc + "(" + w.expr(subject) + ", " + strconv.Itoa(n) + ")"
+		}
+		return "(" + w.expr(subject) + ")"
+	}
+	if _, _, ok := node(re); ok && w.isLiteral(re) {
+		return "(" + w.expr(subject) + ")"
+	}
+	first, again := w.twice(subject)
+	w.matchOn = again
+	return "(" + first + ")"
 }
 
 // regexString returns a regex argument as a string for a check, and the
@@ -898,7 +951,7 @@ func (w *awkWriter) expr(ev reflect.Value) string {
 			}
 			return cat
 		case lexer.MATCH, lexer.NOT_MATCH:
-			return "((" + w.expr(f("Left")) + ") " + op.String() + " " + w.regex(f("Right")) + ")"
+			return "(" + w.matched(f("Left"), f("Right")) + " " + op.String() + " " + w.regex(f("Right")) + ")"
 		}
 		return "((" + w.expr(f("Left")) + ") " + op.String() + " (" + w.expr(f("Right")) + "))"
 	case "AssignExpr":
@@ -1092,7 +1145,7 @@ func (w *awkWriter) call(fn lexer.Token, args reflect.Value) string {
 	case lexer.F_TOUPPER, lexer.F_TOLOWER:
 		return name + "(" + awkCaseFunc + "(" + arg(0) + "))"
 	case lexer.F_MATCH:
-		return name + "(" + arg(0) + ", " + w.regex(args.Index(1)) + ")"
+		return name + "(" + w.matched(args.Index(0), args.Index(1)) + ", " + w.regex(args.Index(1)) + ")"
 	}
 	var parts []string
 	for i := 0; i < args.Len(); i++ {

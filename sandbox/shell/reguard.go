@@ -46,6 +46,16 @@ const (
 	maxMatchWork   = 1 << 28
 )
 
+// matchBound is nil if a match of an expression of n bytes on an input of
+// m bytes is bounded (literal: the expression is a plain string, known
+// only if it is asked), else the error that ends awk's program.
+func matchBound(n, m int, literal func() bool) error {
+	if n < matchCheckFrom || int64(n)*int64(m) <= maxMatchWork || literal() {
+		return nil
+	}
+	return fmt.Errorf("a regular expression of %d bytes on a string of %d bytes: more than the shell fast path matches in one step; run it in the sandbox", n, m)
+}
+
 // matchTooCostly reports whether matching re on an input of n bytes may
 // cost more than the fast path gives one match, and if so stops the call.
 func (c *cmd) matchTooCostly(re *regexp.Regexp, n int) bool {
