@@ -573,8 +573,15 @@ var jqMatchFuncs = map[string]bool{"match": true, "capture": true, "scan": true,
 const jqRegexGuard = "_computerfs_regex_guard"
 
 func jqRegexCheck(v any, args []any) any {
-	if re, ok := args[0].(string); ok && len(re) > maxRegex {
-		return fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(re), maxRegex)
+	if re, ok := args[0].(string); ok {
+		if len(re) > maxRegex {
+			return fmt.Errorf("%v: %d bytes, over the fast path's limit of %d", errRegexTooBig, len(re), maxRegex)
+		}
+		if s, ok := v.(string); ok {
+			if err := matchBound(len(re), len(s), func() bool { return false }); err != nil {
+				return err
+			}
+		}
 	}
 	return v
 }

@@ -67,6 +67,8 @@ func TestRegexBombs(t *testing.T) {
 		`echo $x | awk -v x="a*$x" '{ n = gsub(x, "b"); print n }'`,
 		`echo $x | awk -v x="a*$x" '{ s = $0; if ((s "") ~ x) print "no" }'`,
 		`echo $x | awk "\$0 ~ /a*$x/ { print 1 }"`,
+		`jq -n --arg x "$x" '$x | test("a*" + $x)'`,
+		`jq -n --arg x "$x" '$x | [match("a*" + $x; "g")] | length'`,
 	} {
 		var out bytes.Buffer
 		start := time.Now()
