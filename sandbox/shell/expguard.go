@@ -191,6 +191,10 @@ type guardItem struct {
 	add    bool   // +=
 	arith  syntax.ArithmExpr
 	pat    patKind // how the word is matched as a pattern (patguard.go)
+	// the string a pattern (the word: right of [[ == ]] or =~, a case
+	// pattern) is matched against, whose length bounds the match
+	// (patguard.go)
+	subject *syntax.Word
 }
 
 func (g *guardTable) add(s *guardSite) int {
@@ -396,7 +400,7 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 			p.insert = append(p.insert, prefix(x.Word))
 			for _, ci := range x.Items {
 				for _, pat := range ci.Patterns {
-					p.items = append(p.items, guardItem{word: pat, pat: patMatch})
+					p.items = append(p.items, guardItem{word: pat, pat: patMatch, subject: x.Word})
 					p.insert = append(p.insert, prefix(pat))
 				}
 			}
@@ -404,12 +408,16 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 		case *syntax.TestClause:
 			p := pending{each: true}
 			patterns := map[*syntax.Word]bool{}
+			subjects := map[*syntax.Word]*syntax.Word{}
 			syntax.Walk(x.X, func(m syntax.Node) bool {
 				if b, ok := m.(*syntax.BinaryTest); ok {
 					switch b.Op {
 					case syntax.TsMatch, syntax.TsMatchShort, syntax.TsNoMatch, syntax.TsReMatch:
 						if w, ok := b.Y.(*syntax.Word); ok {
 							patterns[w] = true
+							if l, ok := b.X.(*syntax.Word); ok {
+								subjects[w] = l
+							}
 						}
 					}
 				}
@@ -417,6 +425,7 @@ func (g *guardTable) guardStatements(f syntax.Node) (first, end int) {
 					it := guardItem{word: w}
 					if patterns[w] {
 						it.pat = patMatch
+						it.subject = subjects[w]
 					}
 					p.items = append(p.items, it)
 					p.insert = append(p.insert, prefix(w))

@@ -385,6 +385,16 @@ func (s *guardSite) patterns(env expand.Environ, g *guardTable) string {
 		if msg := check(it.word, it.pat); msg != "" {
 			return msg
 		}
+		if it.subject != nil {
+			// a pattern of [[ ]] or case: regexp's match (a glob is
+			// matched as one too) costs up to its length times the
+			// subject's (reguard.go)
+			re := z.patternStats(it.word.Parts, false, nil).bytes
+			sub := z.patternStats(it.subject.Parts, false, nil).bytes
+			if re >= matchCheckFrom && re < 1<<62 && sub < 1<<62 && re*sub > maxMatchWork {
+				return fmt.Sprintf("a regular expression of %s on a string of %s", sizeText(re), sizeText(sub))
+			}
+		}
 		var msg string
 		paramPatterns(it.word, func(p *syntax.Word) {
 			if msg == "" {

@@ -68,6 +68,9 @@ func TestRegexBombs(t *testing.T) {
 		`echo $x | awk -v x="a*$x" '{ s = $0; if ((s "") ~ x) print "no" }'`,
 		`echo $x | awk "\$0 ~ /a*$x/ { print 1 }"`,
 		`jq -n --arg x "$x" '$x | test("a*" + $x)'`,
+		`[[ $x =~ a*$x ]] && echo no`,
+		`[[ $x == *$x?* ]] && echo no`,
+		`case $x in *$x?*) echo no;; esac`,
 		`jq -n --arg x "$x" '$x | [match("a*" + $x; "g")] | length'`,
 	} {
 		var out bytes.Buffer
