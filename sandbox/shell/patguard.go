@@ -154,23 +154,38 @@ func patternRisk(w *syntax.Word, kind patKind) bool {
 // paramPatterns calls f with each pattern word of the parameter
 // expansions in w (${x#pat}, ${x/pat/...}, ${x^^pat}), at any depth.
 func paramPatterns(w *syntax.Word, f func(*syntax.Word)) {
+	paramPatternsOn(w, func(p *syntax.Word, _ *syntax.ParamExp) { f(p) })
+}
+
+// paramPatternsOn is paramPatterns, with the expansion each pattern is
+// matched in (its parameter is the subject).
+func paramPatternsOn(w *syntax.Word, f func(*syntax.Word, *syntax.ParamExp)) {
 	syntax.Walk(w, func(n syntax.Node) bool {
 		pe, ok := n.(*syntax.ParamExp)
 		if !ok {
 			return true
 		}
 		if pe.Repl != nil && pe.Repl.Orig != nil {
-			f(pe.Repl.Orig)
+			f(pe.Repl.Orig, pe)
 		}
 		if pe.Exp != nil && pe.Exp.Word != nil {
 			switch pe.Exp.Op {
 			case syntax.RemSmallSuffix, syntax.RemLargeSuffix, syntax.RemSmallPrefix, syntax.RemLargePrefix,
 				syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll:
-				f(pe.Exp.Word)
+				f(pe.Exp.Word, pe)
 			}
 		}
 		return true
 	})
+}
+
+// matchCost says what is over the bound of one match (reguard.go) of
+// a pattern of re bytes on a subject of sub bytes, or "".
+func matchCost(re, sub int64) string {
+	if re >= matchCheckFrom && re < 1<<62 && sub < 1<<62 && re*sub > maxMatchWork {
+		return fmt.Sprintf("a regular expression of %s on a string of %s", sizeText(re), sizeText(sub))
+	}
+	return ""
 }
 
 // itemPatternRisk reports whether a guard must look at the patterns of
@@ -390,15 +405,19 @@ func (s *guardSite) patterns(env expand.Environ, g *guardTable) string {
 			// matched as one too) costs up to its length times the
 			// subject's (reguard.go)
 			re := z.patternStats(it.word.Parts, false, nil).bytes
-			sub := z.patternStats(it.subject.Parts, false, nil).bytes
-			if re >= matchCheckFrom && re < 1<<62 && sub < 1<<62 && re*sub > maxMatchWork {
-				return fmt.Sprintf("a regular expression of %s on a string of %s", sizeText(re), sizeText(sub))
+			if msg := matchCost(re, z.patternStats(it.subject.Parts, false, nil).bytes); msg != "" {
+				return msg
 			}
 		}
 		var msg string
-		paramPatterns(it.word, func(p *syntax.Word) {
+		paramPatternsOn(it.word, func(p *syntax.Word, pe *syntax.ParamExp) {
 			if msg == "" {
 				msg = check(p, patMatch)
+			}
+			if msg == "" && pe.Param != nil {
+				// the expansion matches the pattern on the variable's
+				// value (each element's, of an array: at most all)
+				msg = matchCost(z.patternStats(p.Parts, false, nil).bytes, z.varSize(pe.Param.Value))
 			}
 		})
 		if msg != "" {

@@ -71,6 +71,8 @@ func TestRegexBombs(t *testing.T) {
 		`[[ $x =~ a*$x ]] && echo no`,
 		`[[ $x == *$x?* ]] && echo no`,
 		`case $x in *$x?*) echo no;; esac`,
+		`y=${x//a*$x/b}; echo no`,
+		`y=${x#*$x?}; echo no`,
 		`jq -n --arg x "$x" '$x | [match("a*" + $x; "g")] | length'`,
 	} {
 		var out bytes.Buffer
