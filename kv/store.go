@@ -175,6 +175,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
+	if err := finishRollback(dir); err != nil {
+		return nil, err
+	}
 	fresh, err := checkStoreDir(dir)
 	if err != nil {
 		return nil, err
