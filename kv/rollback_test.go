@@ -222,6 +222,9 @@ func TestRollbackCrash(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if ok, err := IsStore(dir); !ok || err != nil {
+				t.Fatalf("IsStore in the middle of a rollback: %v, %v", ok, err)
+			}
 			checkRolledBack(t, dir, snap, lastSeq, nextIno)
 		})
 	}

@@ -270,6 +270,9 @@ func checkStoreDir(dir string) (fresh bool, err error) {
 	if empty {
 		return true, nil
 	}
+	if _, err := os.Lstat(filepath.Join(dir, rollbackNew)); err == nil {
+		return false, nil // a rollback that Open finishes (finishRollback)
+	}
 	if dbEntries, err := os.ReadDir(filepath.Join(dir, "db")); err == nil {
 		for _, e := range dbEntries {
 			n := e.Name()
