@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/computerfs/computerfs/internal/s3test"
@@ -48,6 +49,16 @@ func TestRollbackSyncBack(t *testing.T) {
 	// which the sync below deletes.
 	snap := dirFiles(t, data)
 	cli(false, "snapshot", "s1")
+	owner := func(p string) [2]uint32 {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return [2]uint32{st.Uid, st.Gid}
+	}
+	rootOwner, aOwner := owner(m.Dir), owner(filepath.Join(data, "a"))
+	t.Logf("owners: root %v, a %v", rootOwner, aOwner)
 
 	if err := os.WriteFile(filepath.Join(data, "a"), []byte("later a"), 0o644); err != nil {
 		t.Fatal(err)
@@ -80,6 +91,14 @@ func TestRollbackSyncBack(t *testing.T) {
 	got := dirFiles(t, data)
 	if len(got) != len(snap) || got["a"] != snap["a"] || got["b"] != snap["b"] {
 		t.Fatalf("after the rollback the workspace holds %q, want the snapshot's %q", got, snap)
+	}
+	// The agent identity is the store's: the root and the files keep
+	// their owners.
+	if got := owner(m.Dir); got != rootOwner {
+		t.Errorf("the root is owned by %v after the rollback, %v before", got, rootOwner)
+	}
+	if got := owner(filepath.Join(data, "a")); got != aOwner {
+		t.Errorf("a is owned by %v after the rollback, %v before", got, aOwner)
 	}
 	if out := cli(false, "log"); !strings.Contains(out, "rollback /...") || !strings.Contains(out, "s1") {
 		t.Errorf("log does not show the rollback:\n%s", out)
