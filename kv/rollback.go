@@ -49,6 +49,10 @@ const (
 	rollbackTmp = ".tmp-.rollback" // under snapshots/; no snapshot name starts with '.'
 )
 
+// rollbackBatch is the size of the batches that copy the store's history
+// into the new database (a variable for the tests).
+var rollbackBatch = 4 << 20
+
 // RollbackInfo describes a rollback.
 type RollbackInfo struct {
 	Name string `json:"name"` // the snapshot
@@ -146,7 +150,7 @@ func (ns *Store) takeHistory(s *Store, name string) (RollbackInfo, error) {
 				it.Close()
 				return RollbackInfo{}, err
 			}
-			if b.Len() >= 4<<20 {
+			if b.Len() >= rollbackBatch {
 				if err := b.Commit(pebble.NoSync); err != nil {
 					it.Close()
 					return RollbackInfo{}, err

@@ -148,6 +148,18 @@ func TestRollback(t *testing.T) {
 	checkRolledBack(t, dir, snap, lastSeq, nextIno)
 }
 
+// TestRollbackSmallBatches copies the history in many batches.
+func TestRollbackSmallBatches(t *testing.T) {
+	old := rollbackBatch
+	rollbackBatch = 256
+	t.Cleanup(func() { rollbackBatch = old })
+	dir, snap, lastSeq, nextIno := rollbackFixture(t)
+	if _, err := Rollback(dir, "s1", snapOptions()); err != nil {
+		t.Fatal(err)
+	}
+	checkRolledBack(t, dir, snap, lastSeq, nextIno)
+}
+
 func TestRollbackRefused(t *testing.T) {
 	dir, _, _, _ := rollbackFixture(t)
 	if _, err := Rollback(dir, "nope", snapOptions()); !errors.Is(err, ErrNoSnapshot) {
