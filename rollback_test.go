@@ -115,3 +115,58 @@ func TestRollbackSyncBack(t *testing.T) {
 	cli(false, "sync")
 	sameFiles(t, bucketFiles(t, srv, bucket, "p/"), dirFiles(t, data))
 }
+
+// TestRollbackOpenWriter: a snapshot taken while a big file (a blob,
+// written through passthrough where the kernel has it) is open for
+// writing; the writer goes on, grows the file and closes it. Rolled back,
+// the file is what it was at the snapshot, no byte of the later writes.
+func TestRollbackOpenWriter(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store, "--no-sandbox")
+	bin := testmount.Binary(t)
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("computerfs %v: %v\n%s\ndaemon log:\n%s", args, err, out, m.Log())
+		}
+		return string(out)
+	}
+	p := filepath.Join(m.Dir, "big")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := strings.Repeat("a", 3<<20)
+	if _, err := f.WriteString(before); err != nil {
+		t.Fatal(err)
+	}
+	run("snapshot", "-w", m.Dir, "s1")
+	if _, err := f.WriteAt([]byte(strings.Repeat("b", 1<<20)), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(strings.Repeat("c", 1<<20)), 3<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m.Unmount(t)
+	run("rollback", "--store", store, "s1")
+	m.Remount(t, "--no-sandbox")
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != before {
+		t.Fatalf("after the rollback big has %d bytes (%d of them 'a'), want the %d 'a' written before the snapshot",
+			len(got), strings.Count(string(got), "a"), len(before))
+	}
+	// And it can be written again.
+	if err := os.WriteFile(p, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "new" {
+		t.Fatalf("after a write: %q, %v", b, err)
+	}
+}
