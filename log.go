@@ -37,7 +37,7 @@ func (e LogEntry) String() string {
 
 var opByName = func() map[string]kv.JournalOp {
 	m := map[string]kv.JournalOp{}
-	for op := kv.JCreate; op <= kv.JRefresh; op++ {
+	for op := kv.JCreate; op <= kv.JRollback; op++ {
 		m[op.String()] = op
 	}
 	return m

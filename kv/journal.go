@@ -50,12 +50,13 @@ const (
 	JFallocate
 	JSetxattr
 	JRemovexattr
-	JRefresh // content replaced from the source by a refresh
+	JRefresh  // content replaced from the source by a refresh
+	JRollback // the content put back to a snapshot (Rollback): path "/", cut
 	jOpEnd
 )
 
 var journalOpNames = [...]string{"", "create", "mkdir", "symlink", "tmpfile", "link", "unlink", "rmdir", "rename",
-	"write", "truncate", "setattr", "fallocate", "setxattr", "removexattr", "refresh"}
+	"write", "truncate", "setattr", "fallocate", "setxattr", "removexattr", "refresh", "rollback"}
 
 func (o JournalOp) String() string {
 	if o < jOpEnd {

@@ -175,6 +175,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
+	if err := finishRollback(dir); err != nil {
+		return nil, err
+	}
 	fresh, err := checkStoreDir(dir)
 	if err != nil {
 		return nil, err
@@ -266,6 +269,9 @@ func checkStoreDir(dir string) (fresh bool, err error) {
 	}
 	if empty {
 		return true, nil
+	}
+	if _, err := os.Lstat(filepath.Join(dir, rollbackNew)); err == nil {
+		return false, nil // a rollback that Open finishes (finishRollback)
 	}
 	if dbEntries, err := os.ReadDir(filepath.Join(dir, "db")); err == nil {
 		for _, e := range dbEntries {

@@ -196,3 +196,41 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// cmdRollback puts a store that is not mounted back to one of its
+// snapshots. A mounted workspace (-w) is refused: not built yet.
+func cmdRollback(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("rollback")
+	mount := fset.String("w", "", "a mounted workspace (not supported yet: unmount it and use --store)")
+	store := fset.String("store", "", "the store, not mounted")
+	asJSON := fset.Bool("json", false, "print JSON")
+	pos, err := parse(fset, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := oneOf(*mount, *store); err != nil {
+		return err
+	}
+	if err := needArgs(pos, "NAME"); err != nil {
+		return err
+	}
+	if *mount != "" {
+		return computerfs.ErrRollbackMounted
+	}
+	log, err := newLogger(stderr, "warn", "text")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	info, err := computerfs.RollbackStore(*store, pos[0], log)
+	if err != nil {
+		return mountedAdvice(err, func(mp string) string {
+			return "unmount it first (computerfs unmount " + mp + "): rollback of a mounted workspace is not supported yet"
+		})
+	}
+	if *asJSON {
+		return printJSON(stdout, info)
+	}
+	fmt.Fprintf(stdout, "rolled back to snapshot %s in %v (journal record %d)\n", textsafe.Name(info.Name), time.Since(start).Round(time.Millisecond), info.Seq)
+	return nil
+}

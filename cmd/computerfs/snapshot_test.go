@@ -20,6 +20,10 @@ func TestSnapshotUsageErrors(t *testing.T) {
 		{[]string{"fork", "-w", "/m"}, "computerfs fork: missing --store DIR; see 'computerfs fork -h'"},
 		{[]string{"fork", "--store", "/d"}, "computerfs fork: missing -w MOUNTPOINT or --src STORE; see 'computerfs fork -h'"},
 		{[]string{"fork", "-w", "/m", "--src", "/s", "--store", "/d"}, "computerfs fork: give -w MOUNTPOINT or --src STORE, not both; see 'computerfs fork -h'"},
+		{[]string{"rollback", "x"}, "computerfs rollback: missing -w MOUNTPOINT or --store DIR; see 'computerfs rollback -h'"},
+		{[]string{"rollback", "--store", "/d"}, "computerfs rollback: missing NAME; see 'computerfs rollback -h'"},
+		{[]string{"rollback", "--store", "/d", "a", "b"}, `computerfs rollback: unexpected argument "b"; see 'computerfs rollback -h'`},
+		{[]string{"rollback", "-w", "/m", "--store", "/d", "a"}, "computerfs rollback: give -w MOUNTPOINT or --store DIR, not both; see 'computerfs rollback -h'"},
 		{[]string{"fork", "-w", "/m", "--store", "/d", "extra"}, `computerfs fork: unexpected argument "extra"; see 'computerfs fork -h'`},
 	} {
 		out, errOut, code := cli(t, bin, tc.args...)

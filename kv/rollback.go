@@ -1,0 +1,237 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Rollback puts a store back to one of its snapshots. The store's content
+// becomes the snapshot's; what describes the store's history and its
+// place in the world stays the store's own:
+//
+//   - the snapshot's: every inode (attributes, names, data, extended
+//     attributes, origins: what the source held for each file when it was
+//     last synced before the snapshot), the blobs, the inode count and the
+//     files' part of the usage;
+//   - the store's: the journal (its sequence goes on, never back), the
+//     audit, the meta values of the layers above (spec, sync cursors and
+//     manifests: what the remotes hold did not go back), the journal's
+//     and the audit's parts of the usage, the snapshots themselves, the
+//     lock and the directory (so the agent identity, which the registry
+//     keys by it), and the next inode number (the larger of the two, so a
+//     number once given is never given again);
+//   - a JRollback record ends the journal: path "/", cut (something at or
+//     under / changed), actor entry "rollback", request the snapshot's
+//     name. Sync back takes it as a change anywhere and compares every
+//     file and every object of its manifest, so what differs from the
+//     remote is written back (a file as in the snapshot, one made since
+//     deleted) and nothing else.
+//
+// The new database is built from a fork of the snapshot (links, as
+// ForkSnapshot) under snapshots/.tmp-.rollback, with the store's journal,
+// audit and meta copied into it, and made durable; it is then renamed to
+// .rollback-new, the commit point, and db/ and blobs/ are swapped for
+// its own (the old ones through .rollback-old). A crash before the commit
+// point leaves the store as it was (the .tmp- directory goes at the next
+// open); after it, the next Open finishes the swap (finishRollback).
+
+// rollbackNew and rollbackOld are where a rollback puts the new database
+// and the old one while it swaps them.
+const (
+	rollbackNew = ".rollback-new"
+	rollbackOld = ".rollback-old"
+	rollbackTmp = ".tmp-.rollback" // under snapshots/; no snapshot name starts with '.'
+)
+
+// rollbackBatch is the size of the batches that copy the store's history
+// into the new database (a variable for the tests).
+var rollbackBatch = 4 << 20
+
+// RollbackInfo describes a rollback.
+type RollbackInfo struct {
+	Name string `json:"name"` // the snapshot
+	Seq  uint64 `json:"seq"`  // the journal record of the rollback
+}
+
+// Rollback puts the store in dir, which must not be open, back to its
+// snapshot name (see above). opts are those Open takes; the store is
+// closed when it returns.
+func Rollback(dir, name string, opts Options) (RollbackInfo, error) {
+	snap, err := SnapshotDir(dir, name)
+	if err != nil {
+		return RollbackInfo{}, err
+	}
+	live, err := Open(dir, opts)
+	if err != nil {
+		return RollbackInfo{}, err
+	}
+	// The lock is kept, through a second descriptor of its open file,
+	// from the close of the live store to the end of the swap.
+	fd, err := unix.Dup(int(live.lock.Fd()))
+	if err != nil {
+		live.Close()
+		return RollbackInfo{}, fmt.Errorf("rollback: %w", err)
+	}
+	lock := os.NewFile(uintptr(fd), "lock")
+	defer lock.Close()
+	info, err := live.buildRollback(snap, name)
+	if cerr := live.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.RemoveAll(filepath.Join(live.dir, snapshotsDir, rollbackTmp))
+		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
+	}
+	tmp := filepath.Join(live.dir, snapshotsDir, rollbackTmp)
+	if err := os.Rename(tmp, filepath.Join(live.dir, rollbackNew)); err != nil {
+		os.RemoveAll(tmp)
+		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
+	}
+	if err := syncDir(live.dir); err != nil {
+		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
+	}
+	if err := swapRollback(live.dir); err != nil {
+		return RollbackInfo{}, fmt.Errorf("rollback to %s (the next open finishes it): %w", name, err)
+	}
+	return info, nil
+}
+
+// buildRollback makes the new database of a rollback to the snapshot in
+// snap under snapshots/.tmp-.rollback, durable. Nothing else uses s.
+func (s *Store) buildRollback(snap, name string) (RollbackInfo, error) {
+	tmp := filepath.Join(s.dir, snapshotsDir, rollbackTmp)
+	if err := os.RemoveAll(tmp); err != nil {
+		return RollbackInfo{}, err
+	}
+	if err := linkTree(snap, tmp); err != nil {
+		return RollbackInfo{}, err
+	}
+	ns, err := Open(tmp, Options{Logger: s.log, MinFree: -1, Ballast: -1, NoJournal: true})
+	if err != nil {
+		return RollbackInfo{}, err
+	}
+	info, err := ns.takeHistory(s, name)
+	if cerr := ns.Close(); err == nil {
+		err = cerr
+	}
+	return info, err
+}
+
+// takeHistory replaces ns's journal, audit and meta values by those of
+// the store s, keeps the larger next inode number, and appends the
+// rollback record.
+func (ns *Store) takeHistory(s *Store, name string) (RollbackInfo, error) {
+	b := ns.db.NewBatch()
+	defer func() { b.Close() }()
+	userMeta := userMetaKey("")
+	ranges := [][2][]byte{
+		{{pfxJournal}, {pfxJournal + 1}},
+		{{pfxAudit}, {pfxAudit + 1}},
+		{userMeta, prefixEnd(userMeta)},
+	}
+	for _, r := range ranges {
+		if err := b.DeleteRange(r[0], r[1], nil); err != nil {
+			return RollbackInfo{}, err
+		}
+	}
+	for _, r := range ranges {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r[0], UpperBound: r[1]})
+		if err != nil {
+			return RollbackInfo{}, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if err := b.Set(it.Key(), it.Value(), nil); err != nil {
+				it.Close()
+				return RollbackInfo{}, err
+			}
+			if b.Len() >= rollbackBatch {
+				if err := b.Commit(pebble.NoSync); err != nil {
+					it.Close()
+					return RollbackInfo{}, err
+				}
+				b.Close()
+				b = ns.db.NewBatch()
+			}
+		}
+		if err := it.Close(); err != nil {
+			return RollbackInfo{}, err
+		}
+	}
+	ns.nextIno = max(ns.nextIno, s.nextIno)
+	b.Set(keyNextIno, u64(ns.nextIno), nil)
+	rec := Record{Seq: s.jnext, Time: time.Now().UnixNano(), Op: JRollback, Path: "/", PathCut: true,
+		Actor: Actor{Entry: "rollback", Request: name}}
+	val := rec.encode()
+	b.Set(journalKey(rec.Seq), val, nil)
+	u := s.usageNow()
+	journal := u.journal + recordBytes(9, len(val))
+	b.Set(keyJournalUsage, u64(uint64(journal)), nil)
+	b.Set(keyAuditUsage, u64(uint64(u.audit)), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return RollbackInfo{}, err
+	}
+	ns.usedJ.Store(journal)
+	ns.usedA.Store(u.audit)
+	return RollbackInfo{Name: name, Seq: rec.Seq}, nil
+}
+
+// swapRollback puts the new database and blobs of a committed rollback
+// (dir/.rollback-new) in place of the store's, and removes the old ones.
+// Each step can be done again after a crash: a part is moved to
+// .rollback-old only while the new one waits, and then the new one in.
+func swapRollback(dir string) error {
+	newDir, oldDir := filepath.Join(dir, rollbackNew), filepath.Join(dir, rollbackOld)
+	if err := os.MkdirAll(oldDir, 0o700); err != nil {
+		return err
+	}
+	for _, sub := range []string{"db", "blobs"} {
+		from := filepath.Join(newDir, sub)
+		if _, err := os.Lstat(from); errors.Is(err, os.ErrNotExist) {
+			continue // moved in already
+		}
+		cur := filepath.Join(dir, sub)
+		if _, err := os.Lstat(cur); err == nil {
+			if err := os.Rename(cur, filepath.Join(oldDir, sub)); err != nil {
+				return err
+			}
+		}
+		if err := os.Rename(from, cur); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(newDir); err != nil {
+		return err
+	}
+	return os.RemoveAll(oldDir)
+}
+
+// finishRollback finishes, at open, a rollback that a crash stopped after
+// its commit point, and removes what one left behind.
+func finishRollback(dir string) error {
+	_, errNew := os.Lstat(filepath.Join(dir, rollbackNew))
+	_, errOld := os.Lstat(filepath.Join(dir, rollbackOld))
+	if errNew != nil && errOld != nil {
+		return nil
+	}
+	lock, err := lockStore(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if _, err := os.Lstat(filepath.Join(dir, rollbackNew)); err == nil {
+		if err := swapRollback(dir); err != nil {
+			return fmt.Errorf("store %s: finish a rollback: %w", dir, err)
+		}
+		return nil
+	}
+	return os.RemoveAll(filepath.Join(dir, rollbackOld))
+}
