@@ -51,6 +51,7 @@ type rgOpts struct {
 	re                                          *regexp.Regexp
 	lit                                         []string // -F without -i, -w, -x: plain substrings
 
+	sorted   bool // --sort path: ripgrep then walks even a missing path
 	errs     bool // an error was reported
 	printed  bool // a line or heading was printed (for separators)
 	patFiles []string
@@ -101,7 +102,13 @@ func rgParse(args []string) (o *rgOpts, why string) {
 			if op.val != "" && op.val[0] != '!' {
 				o.anyWhite = true
 			}
-			o.globs = append(o.globs, gitignore.ParsePattern(op.val, nil))
+			globs, ok := expandBraces(op.val)
+			if !ok {
+				return nil, "rg -g " + op.val + ": nested braces are not built in"
+			}
+			for _, g := range globs {
+				o.globs = append(o.globs, gitignore.ParsePattern(rgGlob(g), nil))
+			}
 		case "t", "type", "T", "type-not":
 			if rgTypes[op.val] == nil {
 				return nil, "rg: the file type " + strconv.Quote(op.val) + " is not built in"
@@ -163,9 +170,10 @@ func rgParse(args []string) (o *rgOpts, why string) {
 		case "no-follow":
 			o.follow = false
 		case "sort":
-			if op.val != "path" && op.val != "none" && op.val != "" {
+			if op.val != "path" && op.val != "none" {
 				return nil, "rg --sort " + op.val + " is not built in"
 			}
+			o.sorted = op.val == "path"
 		case "j", "threads":
 			_, ok = num(op.val)
 		case "column":
@@ -331,7 +339,11 @@ func cmdRg(c *cmd) int {
 		fi, err := c.stat(p)
 		if err != nil {
 			o.errs = true
-			c.rgError("%s: %s", p, rustErr(err))
+			if o.sorted {
+				c.rgError("%s: IO error for operation on %s: %s", p, p, rustErr(err))
+			} else {
+				c.rgError("%s: %s", p, rustErr(err))
+			}
 			continue
 		}
 		if !fi.IsDir() {
@@ -640,3 +652,31 @@ func (s *rgSearch) run(br *bufio.Reader) (bool, error) {
 	}
 	return count > 0, nil
 }
+
+// expandBraces expands one level of {a,b} in a glob, as ripgrep's globs
+// take it (go-git's patterns do not); nested braces are not.
+func expandBraces(g string) ([]string, bool) {
+	i := strings.IndexByte(g, '{')
+	if i < 0 {
+		return []string{g}, !strings.Contains(g, "}")
+	}
+	j := strings.IndexByte(g[i:], '}')
+	if j < 0 || strings.ContainsAny(g[i+1:i+j], "{") {
+		return nil, false
+	}
+	var out []string
+	for _, alt := range strings.Split(g[i+1:i+j], ",") {
+		rest, ok := expandBraces(g[i+j+1:])
+		if !ok {
+			return nil, false
+		}
+		for _, r := range rest {
+			out = append(out, g[:i]+alt+r)
+		}
+	}
+	return out, true
+}
+
+// rgGlob turns a glob's [!x] into [^x], which go-git's patterns
+// (filepath.Match) take.
+func rgGlob(g string) string { return strings.ReplaceAll(g, "[!", "[^") }

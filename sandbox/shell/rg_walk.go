@@ -62,7 +62,7 @@ func (w *rgWalker) readPatterns(file string, domain []string) []gitignore.Patter
 		if l == "" {
 			continue
 		}
-		ps = append(ps, gitignore.ParsePattern(l, domain))
+		ps = append(ps, gitignore.ParsePattern(rgGlob(l), domain))
 	}
 	return ps
 }
@@ -258,7 +258,11 @@ func (w *rgWalker) walk(p, abs string, depth int, up []uint64, fn func(p string)
 			fi, err := w.c.stat(ca)
 			if err != nil {
 				w.o.errs = true
-				w.c.rgError("%s: %s", cp, rustErr(err))
+				ep := cp
+				if p == "" {
+					ep = "./" + cp // ripgrep's root when given no path
+				}
+				w.c.rgError("%s: IO error for operation on %s: %s", ep, ep, rustErr(err))
 				continue
 			}
 			isDir, ino = fi.IsDir(), fi.ino
