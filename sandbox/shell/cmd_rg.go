@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,9 @@ type rgOpts struct {
 	types                                       []rgType
 	paths                                       []string
 	re                                          *regexp.Regexp
+	pre                                         *regexp.Regexp // re in multi-line mode, to skip a whole file
+	foldLits                                    [][]byte       // or, under -i, literals a match holds
+	lowBuf                                      []byte
 	lit                                         []string // -F without -i, -w, -x: plain substrings
 
 	sorted   bool // --sort path: ripgrep then walks even a missing path
@@ -247,6 +251,11 @@ func (o *rgOpts) compile() string {
 	if len(alts) == 1 {
 		expr = alts[0]
 	}
+	inner := expr // what a match of any form holds
+	if fold {
+		inner = "(?i)" + inner
+		o.foldLits = asciiLits(o.patterns, o.fixed)
+	}
 	switch {
 	case o.line:
 		expr = "^(?:" + expr + ")$"
@@ -261,7 +270,107 @@ func (o *rgOpts) compile() string {
 		return "rg: the pattern does not compile as Go's: " + err.Error()
 	}
 	o.re = re
+	if !o.invert && !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+		// a line's match is one of the whole file's in multi-line mode
+		// (\A and \z would mean the file's ends there)
+		o.pre, _ = compileGo("(?m)" + inner)
+	}
 	return ""
+}
+
+// candidates returns the spans of data (a whole file that noMatch did not
+// rule out) where a match may be: every line that holds a match crosses
+// one of them, so the lines that cross none need no search. nil: all.
+func (o *rgOpts) candidates(data []byte) [][]int {
+	switch {
+	case o.invert || o.listMissing:
+		return nil
+	case o.foldLits != nil:
+		var out [][]int
+		low := o.lowBuf[:len(data)] // lowered by noMatch
+		for _, l := range o.foldLits {
+			for i := 0; ; {
+				j := bytes.Index(low[i:], l)
+				if j < 0 {
+					break
+				}
+				out = append(out, []int{i + j, i + j + len(l)})
+				i += j + 1
+			}
+		}
+		slices.SortFunc(out, func(a, b []int) int { return a[0] - b[0] })
+		return out
+	case o.pre != nil && o.lit == nil:
+		if l := int64(len(o.pre.String())); l >= matchCheckFrom && l*int64(len(data)) > maxMatchWork {
+			return nil
+		}
+		return o.pre.FindAllIndex(data, -1)
+	}
+	return nil
+}
+
+// asciiLits returns the patterns lower-cased if all are ASCII literals
+// without k or s (the letters that a non-ASCII one folds to: U+212A, U+017F),
+// so that a file whose ASCII letters lowered holds none of them cannot
+// match them under -i; or nil.
+func asciiLits(ps []string, fixed bool) [][]byte {
+	var out [][]byte
+	for _, p := range ps {
+		if p == "" || !fixed && regexp.QuoteMeta(p) != p || strings.ContainsAny(p, "kKsS") {
+			return nil
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] >= 0x80 {
+				return nil
+			}
+		}
+		out = append(out, []byte(strings.ToLower(p)))
+	}
+	return out
+}
+
+// rgWhole is the size up to which rg reads a file whole, to look for a
+// match in it with one search before going through its lines.
+const rgWhole = 4 << 20
+
+// noMatch reports whether data, a whole file, cannot hold a match.
+func (o *rgOpts) noMatch(data []byte) bool {
+	if o.invert || o.listMissing {
+		return false
+	}
+	if o.lit != nil {
+		for _, l := range o.lit {
+			if bytes.Contains(data, []byte(l)) {
+				return false
+			}
+		}
+		return true
+	}
+	if o.foldLits != nil {
+		if cap(o.lowBuf) < len(data) {
+			o.lowBuf = make([]byte, len(data))
+		}
+		low := o.lowBuf[:len(data)]
+		for i, b := range data {
+			if 'A' <= b && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			low[i] = b
+		}
+		for _, l := range o.foldLits {
+			if bytes.Contains(low, l) {
+				return false
+			}
+		}
+		return true
+	}
+	if o.pre == nil {
+		return false
+	}
+	if l := int64(len(o.pre.String())); l >= matchCheckFrom && l*int64(len(data)) > maxMatchWork {
+		return false // too costly at once (reguard.go): the lines are searched one by one
+	}
+	return !o.pre.Match(data)
 }
 
 func rgCheck(args []string) string {
@@ -422,6 +531,8 @@ func rustErr(err error) string {
 // standard input) and prints what it finds.
 func (c *cmd) rgFile(o *rgOpts, p string, explicit bool) bool {
 	var r io.Reader
+	var cands [][]int
+	bufSize := 64 << 10
 	if p == "<stdin>" {
 		r = c.stdin
 	} else {
@@ -435,14 +546,32 @@ func (c *cmd) rgFile(o *rgOpts, p string, explicit bool) bool {
 		}
 		defer f.Close()
 		r = f
+		if fi, err := c.stat(p); err == nil && fi.mode.IsRegular() && fi.size <= rgWhole {
+			data, err := c.readSized(f, fi.size)
+			if err != nil {
+				o.errs = true
+				if !o.silent {
+					c.rgError("%s: %s", p, rustErr(err))
+				}
+				return false
+			}
+			defer c.release()
+			nul := bytes.IndexByte(data[:min(len(data), 64<<10)], 0)
+			if nul >= 0 && !explicit || o.noMatch(data) {
+				return false
+			}
+			cands = o.candidates(data)
+			r = bytes.NewReader(data)
+			bufSize = max(len(data)+1, 16)
+		}
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
-	head, _ := br.Peek(64 << 10)
+	br := bufio.NewReaderSize(r, min(bufSize, 64<<10))
+	head, _ := br.Peek(min(bufSize, 64<<10))
 	nul := bytes.IndexByte(head, 0)
 	if nul >= 0 && !explicit {
 		return false // ripgrep skips a binary file it finds in a walk
 	}
-	s := rgSearch{c: c, o: o, name: p, binaryAt: nul}
+	s := rgSearch{c: c, o: o, name: p, binaryAt: nul, cands: cands}
 	m, err := s.run(br)
 	if err != nil && err != io.EOF {
 		if err == errPatternLimit || c.canceled() {
@@ -461,6 +590,7 @@ type rgSearch struct {
 	o        *rgOpts
 	name     string
 	binaryAt int // offset of a NUL in the first block, or -1
+	cands    [][]int
 }
 
 // prefix is what a printed line starts with.
@@ -487,7 +617,18 @@ func (s *rgSearch) prefix(b *strings.Builder, no, col int, sep byte) {
 // find returns the first match in line at or after from: its start and
 // end, or -1.
 func (s *rgSearch) find(line string, from int) (int, int) {
+	return s.findPos(line, from, true)
+}
+
+// findPos is find; without pos, a match's place may be given as 0.
+func (s *rgSearch) findPos(line string, from int, pos bool) (int, int) {
 	o := s.o
+	if !pos && o.lit == nil {
+		if o.re.MatchString(line[from:]) {
+			return 0, 0
+		}
+		return -1, -1
+	}
 	if o.lit != nil {
 		best, end := -1, -1
 		for _, l := range o.lit {
@@ -519,6 +660,8 @@ func (s *rgSearch) run(br *bufio.Reader) (bool, error) {
 	var before []held
 	printing := !o.count && !o.countMatches && !o.listFiles && !o.listMissing && !o.quiet
 	ctx := o.after > 0 || o.before > 0
+	pos := o.column || o.onlyMatch || o.countMatches || o.count && o.onlyMatch // a match's place is needed
+	off, ci := 0, 0
 	headed := false
 	var b strings.Builder
 	emit := func(no int, text string, col int, sep byte) {
@@ -556,7 +699,14 @@ func (s *rgSearch) run(br *bufio.Reader) (bool, error) {
 		if c.matchTooCostly(o.re, len(text)) {
 			return count > 0, errPatternLimit
 		}
-		start, end := s.find(text, 0)
+		start, end := -1, -1
+		for ci < len(s.cands) && s.cands[ci][1] < off {
+			ci++
+		}
+		if s.cands == nil || ci < len(s.cands) && s.cands[ci][0] <= off+len(text) {
+			start, end = s.findPos(text, 0, pos)
+		}
+		off += len(line)
 		hit := (start >= 0) != o.invert
 		if o.maxCount >= 0 && count >= o.maxCount {
 			hit = false
@@ -680,3 +830,24 @@ func expandBraces(g string) ([]string, bool) {
 // rgGlob turns a glob's [!x] into [^x], which go-git's patterns
 // (filepath.Match) take.
 func rgGlob(g string) string { return strings.ReplaceAll(g, "[!", "[^") }
+
+// readSized reads a file of about size bytes whole, charged to the call.
+func (c *cmd) readSized(f io.Reader, size int64) ([]byte, error) {
+	if !c.grow(size + 1) {
+		return nil, errMemoryLimit
+	}
+	buf := make([]byte, 0, size+1)
+	for {
+		if len(buf) == cap(buf) {
+			return c.readAll(io.MultiReader(bytes.NewReader(buf), f)) // it grew meanwhile
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
