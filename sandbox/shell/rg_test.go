@@ -187,4 +187,19 @@ func TestRgLimits(t *testing.T) {
 	if out, _, code := sh(t, s, "rg needle"); out != "big.txt:needle here\n" || code != 0 {
 		t.Errorf("no path, no stdin: %q %d", out, code)
 	}
+	// an ignore file of a million patterns meets the memory budget
+	if err := fs.WriteFile(".gitignore", []byte(strings.Repeat("x\n", 1<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errb.Reset()
+	res, err = s.Exec(context.Background(), "rg --no-require-git needle", ExecOptions{Stdout: &out, Stderr: &errb, Timeout: 20 * time.Second, MaxMemory: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 {
+		t.Errorf("a million ignore patterns in 64 MiB: status 0, stderr %q", errb.String())
+	} else {
+		t.Logf("a million ignore patterns: status %d, %q", res.ExitCode, errb.String())
+	}
 }

@@ -62,6 +62,11 @@ func (w *rgWalker) readPatterns(file string, domain []string) []gitignore.Patter
 		if l == "" {
 			continue
 		}
+		// a pattern costs about this much besides its text: an ignore
+		// file of millions of lines must meet the call's budget
+		if !w.c.grow(int64(len(l)) + 160) {
+			return ps
+		}
 		ps = append(ps, gitignore.ParsePattern(rgGlob(l), domain))
 	}
 	return ps
