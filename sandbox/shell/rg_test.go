@@ -203,3 +203,23 @@ func TestRgLimits(t *testing.T) {
 		t.Logf("a million ignore patterns: status %d, %q", res.ExitCode, errb.String())
 	}
 }
+
+// FuzzRgParse: routing parses rg's arguments in the daemon, outside any
+// command's recover, so no argument may make it panic; a pattern it
+// accepts compiles.
+func FuzzRgParse(f *testing.F) {
+	for _, s := range []string{`-n \bfoo\b src`, `-e [[:alpha:]] -w`, `-g *.{go,md} x`, `(?P<n>a)\p{Greek}`, `\x{41}{2,3}`, `-S \p{Lu}`, `-F -i a.b`, `[^\d\w]`, `(?i-s:a)`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		args := strings.Split(s, " ")
+		o, why := rgParse(args)
+		if why == "" && o.re == nil && o.lit == nil && !o.files && len(o.patFiles) == 0 {
+			t.Errorf("%q: accepted without a matcher", s)
+		}
+		for _, p := range args {
+			hasUpperLiteral(p, false)
+			expandBraces(p)
+		}
+	})
+}
