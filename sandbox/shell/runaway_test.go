@@ -42,6 +42,7 @@ var runaways = map[string][]string{
 	"egrep":     {`egrep x /dev/zero`},
 	"fgrep":     {`yes | fgrep -c x`},
 	"grep":      {`grep x /dev/zero`, `grep -r x .`, `grep -R x loop`, `grep -c x sparse`},
+	"rg":        {`rg x /dev/zero`, `rg x`, `rg -L x loop`, `rg -c x sparse`, `yes | rg -c y`, `rg -uu --no-require-git x`},
 	"env":       {`env sh -c 'while :; do :; done'`},
 	"printenv":  {`while :; do printenv HOME; done > /dev/null`},
 	"find":      {`while :; do find . > /dev/null; done`, `find -L loop`, `find . -exec sleep 1000 \;`},

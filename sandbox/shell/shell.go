@@ -286,6 +286,12 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 	var stdin io.Reader = strings.NewReader("")
 	if opts.Stdin != nil {
 		stdin = &callerStdin{r: opts.Stdin, ctx: ctx}
+	} else if null, err := os.Open(os.DevNull); err == nil {
+		// no input is /dev/null, as for a program started without
+		// one: rg tells it from a pipe (it then searches the working
+		// directory), and the interpreter reads it without a pipe
+		defer null.Close()
+		stdin = null
 	}
 	runner, err := r.newRunner(env, stdin, outW, errW)
 	if err != nil {
@@ -340,6 +346,9 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 // newRunner makes an interpreter bound to the namespace, for the script
 // of an Exec or a script it starts.
 func (r *run) newRunner(env expand.Environ, stdin io.Reader, stdout, stderr io.Writer, opts ...interp.RunnerOption) (*interp.Runner, error) {
+	if f := nullStdin(stdin); f != nil {
+		stdin = f // a nested script's stdin stays /dev/null, not a pipe
+	}
 	runner, err := interp.New(append([]interp.RunnerOption{
 		interp.Env(env),
 		interp.StdIO(stdin, stdout, stderr),
