@@ -179,15 +179,6 @@ func paramPatternsOn(w *syntax.Word, f func(*syntax.Word, *syntax.ParamExp)) {
 	})
 }
 
-// matchCost says what is over the bound of one match (reguard.go) of
-// a pattern of re bytes on a subject of sub bytes, or "".
-func matchCost(re, sub int64) string {
-	if re >= matchCheckFrom && re < 1<<62 && sub < 1<<62 && re*sub > maxMatchWork {
-		return fmt.Sprintf("a regular expression of %s on a string of %s", sizeText(re), sizeText(sub))
-	}
-	return ""
-}
-
 // itemPatternRisk reports whether a guard must look at the patterns of
 // item it.
 func itemPatternRisk(it guardItem) bool {

@@ -46,11 +46,27 @@ const (
 	maxMatchWork   = 1 << 28
 )
 
+// matchOver reports whether a match of an expression of re bytes on a
+// subject of sub bytes may cost more than the fast path gives one match
+// (sizes of 1<<62 and up are the guards' "unknown").
+func matchOver(re, sub int64) bool {
+	return re >= matchCheckFrom && re < 1<<62 && sub < 1<<62 && re*sub > maxMatchWork
+}
+
+// matchCost says what is over the bound of one match of a pattern of re
+// bytes on a subject of sub bytes, or "" (the pattern guard's message).
+func matchCost(re, sub int64) string {
+	if matchOver(re, sub) {
+		return fmt.Sprintf("a regular expression of %s on a string of %s", sizeText(re), sizeText(sub))
+	}
+	return ""
+}
+
 // matchBound is nil if a match of an expression of n bytes on an input of
 // m bytes is bounded (literal: the expression is a plain string, known
 // only if it is asked), else the error that ends awk's program.
 func matchBound(n, m int, literal func() bool) error {
-	if n < matchCheckFrom || int64(n)*int64(m) <= maxMatchWork || literal() {
+	if !matchOver(int64(n), int64(m)) || literal() {
 		return nil
 	}
 	return fmt.Errorf("a regular expression of %d bytes on a string of %d bytes: more than the shell fast path matches in one step; run it in the sandbox", n, m)
@@ -63,7 +79,7 @@ func (c *cmd) matchTooCostly(re *regexp.Regexp, n int) bool {
 		return false
 	}
 	l := len(re.String())
-	if l < matchCheckFrom || int64(l)*int64(n) <= maxMatchWork {
+	if !matchOver(int64(l), int64(n)) {
 		return false
 	}
 	if _, complete := re.LiteralPrefix(); complete {
