@@ -181,22 +181,8 @@ func fetchFiles(ctx context.Context, c *s3.Client, loc Location, dir string, m *
 		}
 	}
 	st.Objects = len(distinct)
-	type job struct{ f, i int }
-	jobs := make(chan job)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(jobs)
-		for f := range m.Files {
-			for i := range m.Files[f].Chunks {
-				select {
-				case jobs <- job{f, i}:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		}
-		return nil
-	})
+	jobs := feedChunks(ctx, g, m)
 	var moved, objects atomic.Int64
 	for range parallel {
 		g.Go(func() error {

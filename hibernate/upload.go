@@ -297,22 +297,8 @@ func listObjects(ctx context.Context, c *s3.Client, loc Location) (map[string]in
 // uploadChunks hashes every chunk of the files and puts those the
 // location does not have (by name and size), filling in m's chunks.
 func uploadChunks(ctx context.Context, c *s3.Client, loc Location, dir string, m *Manifest, have map[string]int64, parallel int, st *Stats) error {
-	type job struct{ f, i int }
-	jobs := make(chan job)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(jobs)
-		for f := range m.Files {
-			for i := range m.Files[f].Chunks {
-				select {
-				case jobs <- job{f, i}:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		}
-		return nil
-	})
+	jobs := feedChunks(ctx, g, m)
 	var mu sync.Mutex // guards have, claimed
 	claimed := make(map[string]bool)
 	var moved, movedObjects, read atomic.Int64
@@ -401,4 +387,28 @@ func withPayloadHash(hexSum string) func(*s3.Options) {
 			return nil
 		})
 	}
+}
+
+// chunkJob names chunk i of file f of a manifest.
+type chunkJob struct{ f, i int }
+
+// feedChunks sends every chunk of m's files, in order, on the channel it
+// returns, from a goroutine of g that stops when ctx ends; the channel is
+// closed after the last.
+func feedChunks(ctx context.Context, g *errgroup.Group, m *Manifest) <-chan chunkJob {
+	jobs := make(chan chunkJob)
+	g.Go(func() error {
+		defer close(jobs)
+		for f := range m.Files {
+			for i := range m.Files[f].Chunks {
+				select {
+				case jobs <- chunkJob{f, i}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		return nil
+	})
+	return jobs
 }
