@@ -107,7 +107,7 @@ func (s *Store) PutAudit(r *AuditRecord) error {
 	default:
 		if quota := s.quota.Load(); quota > 0 {
 			if u := s.usageNow(); u.total()+cost > quota+QuotaGrace(quota) {
-				return quotaError(u, quota, "no room for the audit record of a tool call")
+				return s.quotaError(u, quota, "no room for the audit record of a tool call")
 			}
 		}
 	}

@@ -366,7 +366,7 @@ func (s *Store) admitRecords(files int64, recs []*Record, vals *[][]byte, cost *
 	used := u.total()
 	if files >= 0 {
 		if used+files+*cost > quota {
-			return quotaError(u, quota, "")
+			return s.quotaError(u, quota, "")
 		}
 		return nil
 	}
@@ -374,14 +374,14 @@ func (s *Store) admitRecords(files int64, recs []*Record, vals *[][]byte, cost *
 		return nil
 	}
 	if joined {
-		return quotaError(u, quota, "")
+		return s.quotaError(u, quota, "")
 	}
 	for _, rec := range recs {
 		rec.minimal()
 	}
 	*vals, *cost = encodeRecords(recs)
 	if files+*cost > 0 {
-		return quotaError(u, quota, fmt.Sprintf("the workspace is past its quota and its grace, and this change frees %d bytes, less than even a short journal record takes (%d)", -files, *cost))
+		return s.quotaError(u, quota, fmt.Sprintf("the workspace is past its quota and its grace, and this change frees %d bytes, less than even a short journal record takes (%d)", -files, *cost))
 	}
 	return nil
 }

@@ -113,6 +113,8 @@ type usageState struct {
 	usedA   atomic.Int64 // the audit's records
 	usageMu sync.RWMutex // commits (read) against foldUsage (write)
 	ops     atomic.Int64 // operands since the last fold
+
+	quotaHits chan struct{} // QuotaHits
 }
 
 // recordCost is what a journal or audit record counts besides its key
@@ -167,7 +169,7 @@ func (s *Store) checkQuota(delta int64) error {
 		return nil
 	}
 	if u := s.usageNow(); u.total()+delta+minRecordCost > quota {
-		return quotaError(u, quota, "")
+		return s.quotaError(u, quota, "")
 	}
 	return nil
 }
@@ -175,14 +177,26 @@ func (s *Store) checkQuota(delta int64) error {
 // minRecordCost is the room checkQuota leaves for a change's record.
 const minRecordCost = 64
 
-// quotaError is ErrQuota with the count's parts.
-func quotaError(u usage, quota int64, why string) error {
+// quotaError is ErrQuota with the count's parts. It also tells whoever
+// waits on QuotaHits that a change was refused.
+func (s *Store) quotaError(u usage, quota int64, why string) error {
+	select {
+	case s.quotaHits <- struct{}{}:
+	default:
+	}
 	if why != "" {
 		why = ": " + why
 	}
 	return fmt.Errorf("%w: the workspace holds %s of its %s quota (files %s, journal %s, audit %s)%s",
 		ErrQuota, kib(u.total()), kib(quota), kib(u.files), kib(u.journal), kib(u.audit), why)
 }
+
+// QuotaHits is told (without waiting: at most one signal pending) each
+// time a change or an audit record is refused for the quota. The syncer
+// trims the journal on it at once rather than at its next tick, so that a
+// workspace full of journal has room again as soon as files are removed
+// or records synced.
+func (s *Store) QuotaHits() <-chan struct{} { return s.quotaHits }
 
 func kib(n int64) string {
 	if n >= 10<<20 || n <= -10<<20 {

@@ -45,6 +45,11 @@ func TestQuota(t *testing.T) {
 		}
 	}
 	wantQuota("write", werr)
+	select { // the refusal was signalled (the syncer trims on it)
+	case <-s.QuotaHits():
+	default:
+		t.Fatal("a write refused for the quota did not signal QuotaHits")
+	}
 	if u := used(); u > quota || u < quota-(64<<10)-2*(inodeCost+nameCost+8) {
 		t.Fatalf("writes stopped at %d bytes of a %d quota", u, quota)
 	}

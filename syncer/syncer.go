@@ -317,6 +317,17 @@ func (s *Syncer) run() {
 		case <-s.stop:
 			return
 		case <-t.C:
+		case <-s.st.QuotaHits():
+			// A change was refused for the quota: trim what no sync
+			// needs now (at most every quotaHitTrimEvery), rather than at
+			// the next quotaTrimEvery.
+			if now := time.Now(); now.Sub(s.lastQuotaTrim) >= quotaHitTrimEvery {
+				s.lastQuotaTrim = now
+				if _, err := s.Trim(now); err != nil {
+					s.opts.Log.Error("journal trim failed", "err", err)
+				}
+			}
+			continue
 		case <-s.kick:
 			// Gather the closes that follow (a program writing many
 			// files) into one pass.
@@ -364,6 +375,11 @@ func (s *Syncer) cycle(ctx context.Context) {
 // quotaTrimEvery is how often the loop trims the journal while the
 // workspace is near its quota.
 const quotaTrimEvery = 2 * time.Second
+
+// quotaHitTrimEvery is how often a refused change makes the loop trim at
+// once: a program retrying its write in a loop must not make every one
+// of its failures a trim.
+const quotaHitTrimEvery = 100 * time.Millisecond
 
 // nearQuota tells whether the workspace holds 7/8 of its quota or more
 // (the journal and the audit count in it: kv's usage).
