@@ -26,7 +26,18 @@ import (
 type Agent struct {
 	UID uint32 `json:"uid"`
 	GID uint32 `json:"gid"`
+	// Block is, for an agent named by the spec or a flag (outside the
+	// range agents are allocated from), 1 + the index of the sandbox id
+	// block the registry gave it (agentid.BlockBase): its sandboxes' ids
+	// are its own as an allocated agent's are. 0: none (an agent of the
+	// range, whose block follows from its uid, or a daemon that is not
+	// root, whose sandboxes map no other ids).
+	Block uint32 `json:"block,omitempty"`
 }
+
+// same says whether a and b are the same uid and gid (whatever their
+// sandbox blocks).
+func (a Agent) same(b Agent) bool { return a.UID == b.UID && a.GID == b.GID }
 
 func (a Agent) String() string { return fmt.Sprintf("%d:%d", a.UID, a.GID) }
 
@@ -41,32 +52,28 @@ const (
 	AgentCount = agentid.Count
 )
 
-// sandboxIDs is the id block of the agent's sandboxes: its own for an
-// agent allocated from the range (agentid.SandboxBlock), the shared one
-// (sandbox.SharedIDs) for one named by the spec or a flag.
+// sandboxIDs is the id block of the agent's sandboxes: its own, for an
+// agent allocated from the range (agentid.SandboxBlock) and for a named
+// one the registry gave a block (Block); the shared one
+// (sandbox.SharedIDs) only for an agent with neither (a daemon that is not
+// root).
 func (a Agent) sandboxIDs() sandbox.IDs {
-	base, n, ok := agentid.SandboxBlock(a.UID)
-	if !ok {
-		return sandbox.SharedIDs
+	if base, n, ok := agentid.SandboxBlock(a.UID); ok {
+		return sandbox.IDs{Base: base, Count: n}
 	}
-	return sandbox.IDs{Base: base, Count: n}
+	if base, n, ok := agentid.BlockBase(a.Block); ok {
+		return sandbox.IDs{Base: base, Count: n}
+	}
+	return sandbox.SharedIDs
 }
 
 // DefaultAgentsDir is the host-wide registry of allocated agent
 // identities: one file per uid, named by it, holding the store directory
 // it belongs to. The environment variable COMPUTERFS_AGENTS_DIR replaces
 // it (tests).
-const DefaultAgentsDir = "/var/lib/computerfs/agents"
+const DefaultAgentsDir = agentid.DefaultRegistry
 
-func agentsDir(dir string) string {
-	if dir != "" {
-		return dir
-	}
-	if d := os.Getenv("COMPUTERFS_AGENTS_DIR"); d != "" {
-		return d
-	}
-	return DefaultAgentsDir
-}
+func agentsDir(dir string) string { return agentid.Registry(dir) }
 
 // metaAgent is the store's meta key of its agent identity (JSON).
 const metaAgent = "agent"
@@ -114,7 +121,7 @@ func ParseAgent(s string) (Agent, error) {
 	if err1 != nil || err2 != nil {
 		return Agent{}, fmt.Errorf("agent %q: want UID:GID (numbers)", s)
 	}
-	a := Agent{uint32(uid), uint32(gid)}
+	a := Agent{UID: uint32(uid), GID: uint32(gid)}
 	return a, checkAgent(a)
 }
 
@@ -171,6 +178,7 @@ func (r *registry) entries() (map[uint32]regEntry, error) {
 type regEntry struct {
 	GID   uint32 `json:"gid"`
 	Store string `json:"store"`
+	Block uint32 `json:"block,omitempty"` // a named agent's sandbox block (Agent.Block)
 }
 
 // live says whether the store an entry names still exists. A store that
@@ -181,7 +189,7 @@ func (e regEntry) live() bool {
 }
 
 func (r *registry) put(a Agent, store string) error {
-	b, _ := json.Marshal(regEntry{GID: a.GID, Store: store})
+	b, _ := json.Marshal(regEntry{GID: a.GID, Store: store, Block: a.Block})
 	p := filepath.Join(r.dir, strconv.FormatUint(uint64(a.UID), 10))
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
@@ -190,19 +198,36 @@ func (r *registry) put(a Agent, store string) error {
 	return os.Rename(tmp, p)
 }
 
-// claim registers a as the agent of store. An identity that another
-// existing store has is refused: two workspaces never share an agent.
-func (r *registry) claim(a Agent, store string) error {
+// claim registers a as the agent of store, and returns it with its
+// sandbox block: an agent outside the range keeps the block it had if no
+// other store's agent has it, else gets the lowest free one. An identity
+// that another existing store has is refused: two workspaces never share
+// an agent, nor their sandboxes' ids.
+func (r *registry) claim(a Agent, store string) (Agent, error) {
 	m, err := r.entries()
 	if err != nil {
-		return err
+		return Agent{}, err
 	}
 	for uid, e := range m {
 		if e.Store == store || !e.live() {
 			continue
 		}
 		if uid == a.UID {
-			return fmt.Errorf("agent %s is already the agent of the store %s (give another uid:gid, or remove that store)", a, e.Store)
+			return Agent{}, fmt.Errorf("agent %s is already the agent of the store %s (give another uid:gid, or remove that store)", a, e.Store)
+		}
+	}
+	if _, _, inRange := agentid.SandboxBlock(a.UID); inRange {
+		a.Block = 0
+	} else if a.Block == 0 || blockTaken(m, a.Block-1, store) {
+		a.Block = 0
+		for k := uint32(0); k < AgentCount; k++ {
+			if !blockTaken(m, k, store) {
+				a.Block = k + 1
+				break
+			}
+		}
+		if a.Block == 0 {
+			return Agent{}, fmt.Errorf("agent registry %s: all %d sandbox id blocks are taken", r.dir, AgentCount)
 		}
 	}
 	// Forget any other identity this store had.
@@ -211,7 +236,21 @@ func (r *registry) claim(a Agent, store string) error {
 			os.Remove(filepath.Join(r.dir, strconv.FormatUint(uint64(uid), 10)))
 		}
 	}
-	return r.put(a, store)
+	return a, r.put(a, store)
+}
+
+// blockTaken says whether sandbox block k belongs to a live store other
+// than store: the agent AgentBase+k's, or a named agent's given block k.
+func blockTaken(m map[uint32]regEntry, k uint32, store string) bool {
+	for uid, e := range m {
+		if e.Store == store || !e.live() {
+			continue
+		}
+		if uid == AgentBase+k || e.Block == k+1 {
+			return true
+		}
+	}
+	return false
 }
 
 // allocate returns the identity registered for store, or registers the
@@ -229,7 +268,7 @@ func (r *registry) allocate(store string) (Agent, error) {
 	}
 	if len(mine) > 0 {
 		sort.Slice(mine, func(i, j int) bool { return mine[i] < mine[j] })
-		return Agent{mine[0], m[mine[0]].GID}, nil
+		return Agent{UID: mine[0], GID: m[mine[0]].GID}, nil
 	}
 	usedGID := map[uint32]bool{}
 	for _, e := range m {
@@ -238,10 +277,10 @@ func (r *registry) allocate(store string) (Agent, error) {
 		}
 	}
 	for id := uint32(AgentBase); id < AgentBase+AgentCount; id++ {
-		if e, ok := m[id]; ok && e.live() || usedGID[id] || hostKnows(id) {
+		if e, ok := m[id]; ok && e.live() || usedGID[id] || blockTaken(m, id-AgentBase, store) || hostKnows(id) {
 			continue
 		}
-		a := Agent{id, id}
+		a := Agent{UID: id, GID: id}
 		return a, r.put(a, store)
 	}
 	return Agent{}, fmt.Errorf("agent registry %s: all %d identities from %d are taken", r.dir, AgentCount, AgentBase)
@@ -276,10 +315,10 @@ func resolveAgent(dir string, sp *spec.Spec, opts AgentOptions) (Agent, error) {
 	case opts.Agent != nil:
 		want = opts.Agent
 	case sp != nil && sp.Agent != nil:
-		want = &Agent{sp.Agent.UID, sp.Agent.GID}
+		want = &Agent{UID: sp.Agent.UID, GID: sp.Agent.GID}
 	}
 	if os.Geteuid() != 0 {
-		self := Agent{uint32(os.Getuid()), uint32(os.Getgid())}
+		self := Agent{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 		if want != nil && *want != self {
 			return Agent{}, fmt.Errorf("agent %s: a daemon that is not root cannot give its workspace another identity than its own (%s)", *want, self)
 		}
@@ -296,7 +335,7 @@ func resolveAgent(dir string, sp *spec.Spec, opts AgentOptions) (Agent, error) {
 	}
 	defer r.close()
 	if want != nil {
-		return *want, r.claim(*want, dir)
+		return r.claim(*want, dir)
 	}
 	return r.allocate(dir)
 }
@@ -317,17 +356,29 @@ func setupAgent(st *kv.Store, dir string, sp *spec.Spec, opts AgentOptions, log 
 		return Agent{}, err
 	}
 	if ok {
-		if opts.Agent != nil && *opts.Agent != a {
+		if opts.Agent != nil && !opts.Agent.same(a) {
 			return Agent{}, fmt.Errorf("agent %s: the store's agent is %s, for good (its files are that agent's)", *opts.Agent, a)
 		}
 		if os.Geteuid() == 0 {
 			// The registry may have lost it (another registry, a new
 			// host): say again that this store has it.
 			if r, err := openRegistry(agentsDir(opts.Dir)); err == nil {
-				if err := r.claim(a, dir); err != nil {
-					log.Warn("the workspace's agent identity is registered to another store too", "agent", a.String(), "err", err)
-				}
+				got, err := r.claim(a, dir)
 				r.close()
+				switch {
+				case err != nil:
+					log.Warn("the workspace's agent identity is registered to another store too", "agent", a.String(), "err", err)
+				case got.Block != a.Block:
+					// Another store has its sandboxes' block now (a registry
+					// lost, a resume on another host): a new one. The cache
+					// volume's files have the old block's ids: it goes.
+					log.Info("the workspace's sandboxes have a new id block", "agent", a.String(), "block", got.Block)
+					os.Remove(filepath.Join(dir, cacheImage))
+					a = got
+					if err := recordAgent(st, a); err != nil {
+						return Agent{}, err
+					}
+				}
 			}
 		}
 		return a, nil
@@ -336,7 +387,7 @@ func setupAgent(st *kv.Store, dir string, sp *spec.Spec, opts AgentOptions, log 
 	if err != nil {
 		return Agent{}, err
 	}
-	adopt := Agent{root.Uid, root.Gid}
+	adopt := Agent{UID: root.Uid, GID: root.Gid}
 	named := opts.Agent != nil || sp != nil && sp.Agent != nil
 	if !named && root.Uid != 0 && checkAgent(adopt) == nil {
 		a = adopt
@@ -345,7 +396,7 @@ func setupAgent(st *kv.Store, dir string, sp *spec.Spec, opts AgentOptions, log 
 			if err != nil {
 				return Agent{}, err
 			}
-			err = r.claim(a, dir)
+			a, err = r.claim(a, dir)
 			r.close()
 			if err != nil {
 				return Agent{}, err

@@ -293,7 +293,7 @@ mkdir linked && echo "gitdir: ../planted/.git" > linked/.git
 func TestAgentNamed(t *testing.T) {
 	dir := t.TempDir()
 	m := testmount.Start(t, filepath.Join(dir, "flag"), "--no-sandbox", "--agent", "5555:6666")
-	if got := statusOf(t, m.Dir).Agent; got != (computerfs.Agent{UID: 5555, GID: 6666}) {
+	if got := statusOf(t, m.Dir).Agent; got.UID != 5555 || got.GID != 6666 {
 		t.Fatalf("agent %s, want 5555:6666", got)
 	}
 	mustExec(t, m, "shell", "echo x > f")
@@ -318,7 +318,7 @@ func TestAgentNamed(t *testing.T) {
 		}
 	}
 	m.Remount(t, "--no-sandbox")
-	if got := statusOf(t, m.Dir).Agent; got != (computerfs.Agent{UID: 5555, GID: 6666}) {
+	if got := statusOf(t, m.Dir).Agent; got.UID != 5555 || got.GID != 6666 {
 		t.Fatalf("after remount: agent %s", got)
 	}
 
@@ -328,8 +328,8 @@ func TestAgentNamed(t *testing.T) {
 	os.WriteFile(specFile, []byte("agent: {uid: 7001, gid: 7002}\nsources:\n  - path: /a.txt\n    content: hi\n"), 0o644)
 	s := testmount.Start(t, filepath.Join(dir, "spec"), "--no-sandbox", "--spec", specFile)
 	want := computerfs.Agent{UID: 7001, GID: 7002}
-	if got := statusOf(t, s.Dir).Agent; got != want {
-		t.Fatalf("spec agent: %s", got)
+	if got := statusOf(t, s.Dir).Agent; got.UID != want.UID || got.GID != want.GID || got.Block == 0 {
+		t.Fatalf("spec agent: %+v", got)
 	}
 	wantAgentOwns(t, s, want, "import", ".", "a.txt")
 }
@@ -389,7 +389,7 @@ func TestAgentOldStore(t *testing.T) {
 	// mount --owner 101000:101000 made the sandbox's user own the root:
 	// that user stays the agent, and the sandbox runs as it.
 	k := testmount.Start(t, old("sandboxowned", 101000))
-	if got := statusOf(t, k.Dir).Agent; got != (computerfs.Agent{UID: 101000, GID: 101000}) {
+	if got := statusOf(t, k.Dir).Agent; got.UID != 101000 || got.GID != 101000 {
 		t.Fatalf("agent %s, want 101000:101000", got)
 	}
 	mustExec(t, k, "sandbox", "touch new; echo x > repo/config")
@@ -533,8 +533,12 @@ func TestSandboxIDBlockPerWorkspace(t *testing.T) {
 	dir := t.TempDir()
 	type span struct{ lo, hi uint64 }
 	var all [][]span
-	for _, name := range []string{"a", "b"} {
-		m := testmount.Start(t, filepath.Join(dir, name))
+	for _, name := range []string{"a", "b", "named"} {
+		var flags []string
+		if name == "named" { // an agent named by a flag has a block of its own too
+			flags = []string{"--agent", "4242:4242"}
+		}
+		m := testmount.Start(t, filepath.Join(dir, name), flags...)
 		a := statusOf(t, m.Dir).Agent
 		out := mustExec(t, m, "sandbox", "cat /proc/self/uid_map /proc/self/gid_map; id -u; touch f; stat -c %u:%g f")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -543,8 +547,14 @@ func TestSandboxIDBlockPerWorkspace(t *testing.T) {
 		}
 		wantAgentOwns(t, m, a, "sandbox", "f")
 		base, count, ok := agentid.SandboxBlock(a.UID)
+		if name == "named" {
+			if a.UID != 4242 {
+				t.Fatalf("named: agent %s", a)
+			}
+			base, count, ok = agentid.BlockBase(a.Block)
+		}
 		if !ok {
-			t.Fatalf("agent %s has no block", a)
+			t.Fatalf("%s: agent %+v has no block", name, a)
 		}
 		var spans []span
 		agentSeen := 0
@@ -569,10 +579,14 @@ func TestSandboxIDBlockPerWorkspace(t *testing.T) {
 		}
 		all = append(all, spans)
 	}
-	for _, x := range all[0] {
-		for _, y := range all[1] {
-			if x.lo < y.hi && y.lo < x.hi {
-				t.Fatalf("the two workspaces' sandboxes share host ids: %v and %v", x, y)
+	for i := range all {
+		for j := range i {
+			for _, x := range all[i] {
+				for _, y := range all[j] {
+					if x.lo < y.hi && y.lo < x.hi {
+						t.Fatalf("workspaces %d and %d's sandboxes share host ids: %v and %v", j, i, x, y)
+					}
+				}
 			}
 		}
 	}

@@ -279,7 +279,7 @@ func StoreStatus(ctx context.Context, store string) (Status, error) {
 	}
 	if !ok { // a store from before agent identities: its root's owner
 		if a, err := st.GetAttr(kv.RootIno); err == nil {
-			agent = Agent{a.Uid, a.Gid}
+			agent = Agent{UID: a.Uid, GID: a.Gid}
 		}
 	}
 	if sp != nil {
@@ -440,7 +440,7 @@ func RefreshStore(ctx context.Context, store string, opts MountOptions) (sources
 	}
 	if !ok { // a store from before agent identities: its root's owner
 		if a, err := st.GetAttr(kv.RootIno); err == nil {
-			agent = Agent{a.Uid, a.Gid}
+			agent = Agent{UID: a.Uid, GID: a.Gid}
 		}
 	}
 	r := &sources.Refresher{FS: newFS(st, agent).As(refreshActor()), Spec: sp, Log: opts.Logger, HTTPClient: opts.HTTPClient}

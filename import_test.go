@@ -702,7 +702,7 @@ func mountAgent(t *testing.T, dir string) Agent {
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	return Agent{st.Uid, st.Gid}
+	return Agent{UID: st.Uid, GID: st.Gid}
 }
 
 // TestImportDiskUse: an imported store takes on disk about what its data

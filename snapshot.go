@@ -205,7 +205,7 @@ func finishFork(dst string, opts ForkOptions) (res ForkResult, err error) {
 		if root.Uid == 0 {
 			return res, nil
 		}
-		parent = Agent{root.Uid, root.Gid}
+		parent = Agent{UID: root.Uid, GID: root.Gid}
 	}
 	if err := st.UpdateMeta(nil, []string{metaAgent}); err != nil {
 		return res, err

@@ -166,6 +166,8 @@ func cmdRun(args []string, stdin *os.File, stdout, stderr *os.File) int {
 		// A computerfs agent's sandboxes have an id block of their own.
 		if base, n, ok := agentid.SandboxBlock(host.UID); ok {
 			opts.IDs = sandbox.IDs{Base: base, Count: n}
+		} else if base, n, ok := agentid.RegisteredBlock("", host.UID); ok {
+			opts.IDs = sandbox.IDs{Base: base, Count: n} // a named agent's
 		}
 	}
 	if opts.Limits.Pids < 0 {

@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/agentid"
 	"github.com/computerfs/computerfs/internal/testmount"
 	"github.com/computerfs/computerfs/sandbox"
 )
@@ -360,6 +362,36 @@ func TestRunsAsWorkspaceAgent(t *testing.T) {
 	}
 	if out, err := exec.Command(s.bin, "gc", "--state-dir", s.state).CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("left behind: %s %v", out, err)
+	}
+}
+
+// On a workspace whose agent was named (--agent), sandboxctl gives the
+// sandbox the id block the registry gave that agent, as the daemon does,
+// not the block every sandbox without one shares.
+func TestNamedAgentBlock(t *testing.T) {
+	m := testmount.Start(t, t.TempDir(), "--no-sandbox", "--agent", "4343:4343")
+	s := &setup{bin: binary(t), ws: m.Dir, state: testmount.PublicDir(t, "sandboxctl-state-")}
+	base, count, ok := agentid.RegisteredBlock("", 4343)
+	if !ok {
+		t.Fatal("the registry has no block for the named agent 4343")
+	}
+	code, out, errOut := s.run(t, "", "run", "--", "cat", "/proc/self/uid_map")
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("uid_map line %q", l)
+		}
+		host, _ := strconv.ParseUint(f[1], 10, 32)
+		size, _ := strconv.ParseUint(f[2], 10, 32)
+		if host == 4343 && size == 1 {
+			continue
+		}
+		if host < uint64(base) || host+size > uint64(base+count) {
+			t.Fatalf("uid_map line %q outside the agent's block %d+%d:\n%s", l, base, count, out)
+		}
 	}
 }
 
