@@ -296,7 +296,7 @@ func (w *Workspace) Refresh(ctx context.Context) (sources.RefreshReport, error) 
 	}
 	w.refreshMu.Lock()
 	defer w.refreshMu.Unlock()
-	r := &sources.Refresher{FS: w.FS.As(refreshActor()), Spec: w.spec, Log: w.log, HTTPClient: w.httpClient}
+	r := &sources.Refresher{FS: w.FS.As(refreshActor()), Spec: w.spec, Rules: w.rules, Log: w.log, HTTPClient: w.httpClient}
 	return r.Run(ctx)
 }
 

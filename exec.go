@@ -68,7 +68,7 @@ const cacheMinFree = 512 << 20
 // users (the sandbox's) can use the mount.
 func (w *Workspace) setBackends(opts MountOptions) {
 	git := newGitIdentity(w.spec)
-	w.shell = &shell.Backend{FS: w.FS.ForAgent().WithPolicy(pathRules(w.spec)),
+	w.shell = &shell.Backend{FS: w.FS.ForAgent().WithPolicy(w.rules),
 		Opts: shell.Options{GitName: git.name, GitEmail: git.email, GitDirs: git.dirs}}
 	switch {
 	case w.Mountpoint == "":

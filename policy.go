@@ -1,15 +1,20 @@
 package computerfs
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/policy"
 	"github.com/computerfs/computerfs/sandbox"
+	"github.com/computerfs/computerfs/sources"
 	"github.com/computerfs/computerfs/spec"
+	"github.com/computerfs/computerfs/wsfs"
 )
 
 // The spec's path rules (deny, read_only_paths, read_only) hold for every
-// way the agent reaches the workspace, each enforcing one compiled
-// policy.Checker: the tools (package tools), the shell fast path (a
+// way the agent reaches the workspace, all enforcing one compiled
+// policy.Checker (Workspace.rules): the tools (package tools), the shell fast path (a
 // wsfs.FS WithPolicy) and the mount, for the agent's uids (fs.AgentRules),
 // which is what binds every program in the sandbox.
 
@@ -21,9 +26,8 @@ func pathRules(sp *spec.Spec) *policy.Checker {
 	return policy.New(sp.Policy)
 }
 
-// agentRules are what the mount enforces on the agent's requests.
-func agentRules(sp *spec.Spec, a Agent) *fs.AgentRules {
-	c := pathRules(sp)
+// agentRules are what the mount enforces on the agent's requests: c.
+func agentRules(c *policy.Checker, a Agent) *fs.AgentRules {
 	if c == nil {
 		return nil
 	}
@@ -45,4 +49,38 @@ func isAgentUID(a Agent, uid uint32) bool {
 	}
 	_, ok := sandbox.SharedIDs.Inside(uid)
 	return ok
+}
+
+// historyRules returns the spec's path rules with the .git of every git
+// source whose objects hold a path the rules deny (sources.CheckHistory),
+// as recorded by the import or the last refresh; a source with no record
+// for these rules (a store from before, a spec's rules changed) or whose
+// check did not finish is checked now and recorded.
+func historyRules(ctx context.Context, f *wsfs.FS, sp *spec.Spec, log *slog.Logger) (*policy.Checker, error) {
+	c := pathRules(sp)
+	if !c.HasDeny() {
+		return c, nil
+	}
+	key := sources.RulesKey(sp.Policy)
+	for i := range sp.Sources {
+		src := &sp.Sources[i]
+		if src.Kind() != "git" {
+			continue
+		}
+		rec, ok, err := sources.ReadHistory(f.Store(), i)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || rec.Rules != key || rec.Why != "" {
+			rec = sources.CheckSourceHistory(ctx, f, src, pathRules(sp), key)
+			if err := sources.WriteHistory(f.Store(), i, rec); err != nil {
+				return nil, err
+			}
+		}
+		if rec.Exposes() {
+			c.DenyPath(sources.HistoryRule(src, rec), sources.GitDir(src))
+			log.Warn("the git history holds what the policy denies: the source's .git is denied to the agent", "source", src.Path, "reason", rec.Reason())
+		}
+	}
+	return c, nil
 }

@@ -36,7 +36,7 @@ func newTools(w *Workspace) (*tools.Tools, error) {
 	if w.spec != nil {
 		pol = w.spec.Policy
 	}
-	return tools.New(w.FS.ForAgent(), tools.Options{Policy: pol, Run: w.runTool, Log: w.log})
+	return tools.New(w.FS.ForAgent(), tools.Options{Policy: pol, Rules: w.rules, Run: w.runTool, Log: w.log})
 }
 
 // runTool is exec's backend: Workspace.Exec.

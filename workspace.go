@@ -21,6 +21,7 @@ import (
 	"github.com/computerfs/computerfs/internal/execwire"
 	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/policy"
 	"github.com/computerfs/computerfs/sandbox"
 	"github.com/computerfs/computerfs/sandbox/backend"
 	"github.com/computerfs/computerfs/sandbox/shell"
@@ -91,10 +92,14 @@ type Workspace struct {
 	// caches hear of every change made through it.
 	FS *wsfs.FS
 
-	agent      Agent        // who the agent is on the host
-	agentsDir  string       // the registry of agent identities (MountOptions.AgentsDir)
-	tools      *tools.Tools // the agent tools (see tools.go)
-	spec       *spec.Spec   // nil for a store not imported from a spec
+	agent     Agent        // who the agent is on the host
+	agentsDir string       // the registry of agent identities (MountOptions.AgentsDir)
+	tools     *tools.Tools // the agent tools (see tools.go)
+	spec      *spec.Spec   // nil for a store not imported from a spec
+	// rules are the path rules in force for every backend (the mount,
+	// the fast path, the tools): the spec's, and the .git of each git
+	// source whose history holds a denied path (see sources/history.go).
+	rules      *policy.Checker
 	httpClient *http.Client
 	srv        *fuse.Server
 	control    *http.Server
@@ -172,9 +177,13 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		return nil, err
 	}
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, agentsDir: opts.AgentsDir, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
+	if w.rules, err = historyRules(context.Background(), w.FS, sp, opts.Logger); err != nil {
+		store.Close()
+		return nil, err
+	}
 	srv, err := fs.Mount(store, mp, fs.MountOptions{
 		Config: fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates,
-			PrivateRoot: !opts.SharedRoot, Agent: agentRules(sp, agent)},
+			PrivateRoot: !opts.SharedRoot, Agent: agentRules(w.rules, agent)},
 		Private: opts.Private,
 		Debug:   opts.Debug,
 	})

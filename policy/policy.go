@@ -29,7 +29,10 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/computerfs/computerfs/spec"
@@ -68,7 +71,11 @@ func (r *Refusal) Unwrap() error {
 // Checker is a policy's path rules, compiled. A nil *Checker allows
 // everything; every method is safe for concurrent use.
 type Checker struct {
-	deny     []glob
+	// deny holds the spec's deny rules, then the paths DenyPath added
+	// (a git repository whose history holds a denied file); it is
+	// replaced whole, never changed in place.
+	deny     atomic.Pointer[[]glob]
+	denyMu   sync.Mutex // DenyPath and Allow, one at a time
 	ro       []glob
 	readOnly bool
 	paths    pathCache
@@ -102,9 +109,11 @@ func New(p *spec.Policy) *Checker {
 		return nil
 	}
 	c := &Checker{readOnly: p.ReadOnly}
+	var deny []glob
 	for i, g := range p.Deny {
-		c.deny = append(c.deny, compile(fmt.Sprintf("policy deny[%d] %q", i, g), g))
+		deny = append(deny, compile(fmt.Sprintf("policy deny[%d] %q", i, g), g))
 	}
+	c.deny.Store(&deny)
 	for i, g := range p.ReadOnlyPaths {
 		c.ro = append(c.ro, compile(fmt.Sprintf("policy read_only_paths[%d] %q", i, g), g))
 	}
@@ -279,8 +288,46 @@ func anyBelow(globs []glob, p string) bool {
 // Active tells whether there is any rule to enforce.
 func (c *Checker) Active() bool { return c != nil }
 
+// denies returns the deny rules in force.
+func (c *Checker) denies() []glob {
+	if p := c.deny.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // HasDeny tells whether there are deny rules.
-func (c *Checker) HasDeny() bool { return c != nil && len(c.deny) > 0 }
+func (c *Checker) HasDeny() bool { return c != nil && len(c.denies()) > 0 }
+
+// DenyPath adds a deny rule for the store path p ("/repo/.git": it and
+// everything under it, whatever metacharacters its names hold), named
+// rule in refusals, to the rules in force: every request checked after
+// it returns sees it. Adding a rule already there does nothing.
+func (c *Checker) DenyPath(rule, p string) {
+	c.denyMu.Lock()
+	defer c.denyMu.Unlock()
+	old := c.denies()
+	for _, g := range old {
+		if g.rule == rule {
+			return
+		}
+	}
+	g := glob{rule: rule}
+	for _, n := range names(p, nil) {
+		g.parts = append(g.parts, part{pLiteral, n})
+	}
+	deny := append(slices.Clip(old), g)
+	c.deny.Store(&deny)
+}
+
+// Allow removes the rule DenyPath added as rule, if it is there.
+func (c *Checker) Allow(rule string) {
+	c.denyMu.Lock()
+	defer c.denyMu.Unlock()
+	old := c.denies()
+	deny := slices.DeleteFunc(slices.Clone(old), func(g glob) bool { return g.rule == rule })
+	c.deny.Store(&deny)
+}
 
 // ReadOnly tells whether the whole workspace is read-only.
 func (c *Checker) ReadOnly() bool { return c != nil && c.readOnly }
@@ -291,7 +338,7 @@ func (c *Checker) Denied(p string) *Refusal {
 	if c == nil {
 		return nil
 	}
-	if g := firstCovering(c.deny, p); g != nil {
+	if g := firstCovering(c.denies(), p); g != nil {
 		return &Refusal{Rule: g.rule, Msg: Show(p) + " is denied", Errno: syscall.EACCES}
 	}
 	return nil
@@ -307,9 +354,10 @@ func (c *Checker) DeniedLeaf(ns []string) *Refusal {
 	if c == nil {
 		return nil
 	}
-	for i := range c.deny {
-		if matches(c.deny[i].parts, ns) {
-			return &Refusal{Rule: c.deny[i].rule, Msg: Show("/"+strings.Join(ns, "/")) + " is denied", Errno: syscall.EACCES}
+	deny := c.denies()
+	for i := range deny {
+		if matches(deny[i].parts, ns) {
+			return &Refusal{Rule: deny[i].rule, Msg: Show("/"+strings.Join(ns, "/")) + " is denied", Errno: syscall.EACCES}
 		}
 	}
 	return nil
@@ -361,5 +409,5 @@ func (c *Checker) ReadOnlyBelow(p string) bool {
 // DeniedBelow tells whether a deny rule may cover something strictly under
 // the directory p.
 func (c *Checker) DeniedBelow(p string) bool {
-	return c != nil && anyBelow(c.deny, p)
+	return c != nil && anyBelow(c.denies(), p)
 }

@@ -251,3 +251,50 @@ func TestCacheFollowsMoves(t *testing.T) {
 		t.Errorf("DirPath after the move: %q %v", p, err)
 	}
 }
+
+// DenyPath adds a rule for a path and what is under it, its names taken
+// literally; Allow takes it away; the rules in force change for checks
+// made while others run (-race).
+func TestDenyPath(t *testing.T) {
+	c := New(pol([]string{"**/token"}, nil))
+	const dot = "/r[1]/*.git"
+	if c.Denied(dot+"/objects/pack/p.pack") != nil {
+		t.Fatal("denied before the rule")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			c.Denied("/r[1]/*.git/HEAD")
+			c.DeniedBelow("/r[1]")
+		}
+	}()
+	c.DenyPath("held", dot)
+	c.DenyPath("held", dot) // again: once
+	c.DenyPath("for good", dot)
+	<-done
+	for _, p := range []string{dot, dot + "/HEAD", dot + "/objects/pack/p.pack"} {
+		if r := c.Denied(p); r == nil || r.Rule != "held" {
+			t.Errorf("%s: %v, want the rule held", p, r)
+		}
+	}
+	for _, p := range []string{"/r1/x.git/HEAD", "/r[1]/a.git", "/r[1]"} {
+		if r := c.Denied(p); r != nil {
+			t.Errorf("%s: %v: the names are not patterns", p, r)
+		}
+	}
+	if !c.DeniedBelow("/r[1]") || c.DeniedLeaf([]string{"r[1]", "*.git"}) == nil {
+		t.Error("DeniedBelow/DeniedLeaf do not see the added rule")
+	}
+	c.Allow("held")
+	if r := c.Denied(dot + "/HEAD"); r == nil || r.Rule != "for good" {
+		t.Errorf("after Allow(held): %v", r)
+	}
+	c.Allow("for good")
+	if r := c.Denied(dot + "/HEAD"); r != nil {
+		t.Errorf("after both went: %v", r)
+	}
+	if r := c.Denied("/a/token"); r == nil {
+		t.Error("the spec's rule went with them")
+	}
+}

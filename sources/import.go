@@ -67,7 +67,9 @@ func (im *Importer) Run(ctx context.Context) error {
 		var err error
 		switch src.Kind() {
 		case "git":
-			err = im.importGit(ctx, i, src)
+			if err = im.importGit(ctx, i, src); err == nil {
+				err = im.recordHistory(ctx, i, src, log)
+			}
 		case "s3":
 			err = im.importS3(ctx, i, src)
 		case "dir":

@@ -23,6 +23,7 @@ import (
 
 	"github.com/computerfs/computerfs/internal/safegit"
 	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/policy"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/wsfs"
 )
@@ -63,8 +64,12 @@ func (r *RefreshReport) Failed() bool {
 
 // Refresher brings upstream changes into a workspace.
 type Refresher struct {
-	FS         *wsfs.FS // with the mount's notifier, if mounted
-	Spec       *spec.Spec
+	FS   *wsfs.FS // with the mount's notifier, if mounted
+	Spec *spec.Spec
+	// Rules are the path rules in force (the mounted workspace's, which
+	// a fetch that brings denied history into a source extends: see
+	// history.go); nil: the spec's.
+	Rules      *policy.Checker
 	Log        *slog.Logger
 	HTTPClient *http.Client
 }
@@ -329,7 +334,11 @@ func (r *Refresher) refreshGit(ctx context.Context, idx int, src *spec.Source, r
 		return err
 	}
 	rem := co.Remote(config.RefSpec("+refs/heads/*:refs/remotes/" + safegit.RemoteName + "/*"))
+	done := r.holdHistory(src)
 	err = rem.FetchContext(ctx, &git.FetchOptions{RemoteName: safegit.RemoteName, Auth: auth, Depth: g.Depth})
+	if herr := done(ctx, idx, repo); herr != nil {
+		return herr
+	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("git fetch %s: %w", g.URL, explainGitError(err))
 	}

@@ -17,11 +17,10 @@ import (
 // path, and exec in the sandbox, whose programs the mount holds to them
 // (package policy says exactly what each rule covers). They are matched
 // on a file's real path in the workspace, after symbolic links and "..",
-// and on every name of a file with hard links. They cover the work tree,
-// not what a git repository holds: a denied file committed to a
-// repository can be read from its history (git show, or any program
-// reading .git/objects), and git can record its deletion. Deny the .git
-// directory too to keep a repository's history from the agent.
+// and on every name of a file with hard links. A git source whose
+// objects (its history, as imported or refreshed) hold a denied path has
+// its .git denied too (see sources/history.go): the history would give the
+// file back. git can still record a denied file's deletion.
 type Policy struct {
 	// ReadOnly refuses every change of the workspace through any backend,
 	// and refuses the tools that change it (write, edit, mkdir, delete,

@@ -75,8 +75,12 @@ type RunResult struct {
 // Options configure New.
 type Options struct {
 	Policy *spec.Policy // nil: everything allowed, default limits
-	Run    Runner       // nil: exec is refused
-	Log    *slog.Logger
+	// Rules, if set, are the path rules in force, shared with the
+	// workspace's other backends (they may grow: see policy.DenyPath);
+	// else the tools compile Policy's.
+	Rules *rules.Checker
+	Run   Runner // nil: exec is refused
+	Log   *slog.Logger
 }
 
 // Tools are a workspace's tools. They are safe for concurrent use.
@@ -103,7 +107,11 @@ func New(f *wsfs.FS, opts Options) (*Tools, error) {
 	if p == nil {
 		p = &spec.Policy{}
 	}
-	pl := &policy{p: *p, paths: rules.New(p), maxWrite: spec.DefaultMaxWrite, maxRead: spec.DefaultMaxRead, maxOutput: spec.DefaultMaxOutput, network: "none"}
+	paths := opts.Rules
+	if paths == nil {
+		paths = rules.New(p)
+	}
+	pl := &policy{p: *p, paths: paths, maxWrite: spec.DefaultMaxWrite, maxRead: spec.DefaultMaxRead, maxOutput: spec.DefaultMaxOutput, network: "none"}
 	if l := p.Limits; l != nil {
 		pl.maxWrite = cmpOr(int64(l.MaxWrite), pl.maxWrite)
 		pl.maxRead = cmpOr(int64(l.MaxRead), pl.maxRead)

@@ -1,0 +1,66 @@
+package sources
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5"
+
+	"github.com/computerfs/computerfs/internal/gittest"
+	"github.com/computerfs/computerfs/policy"
+	"github.com/computerfs/computerfs/spec"
+)
+
+// CheckHistory reads every commit of the object store, not only those
+// the references reach (an agent may drop a ref and keep the objects),
+// finds a denied directory as well as a file, and says nothing of a
+// history that holds nothing denied.
+func TestCheckHistory(t *testing.T) {
+	dir := gittest.NewRepo(t, map[string]string{"README": "x\n"})
+	gittest.Commit(t, dir, map[string]string{"deep/a/id_rsa": "key\n"}, "key")
+	gittest.Git(t, dir, "reset", "-q", "--hard", "HEAD~1")
+	gittest.Git(t, dir, "reflog", "expire", "--expire=now", "--all")
+	if out := gittest.Git(t, dir, "log", "--all", "--format=%s"); out != "initial" {
+		t.Fatalf("the key's commit is still reachable: %q", out)
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		deny []string
+		want string
+	}{
+		{[]string{"**/id_rsa"}, "/ws/deep/a/id_rsa"},
+		{[]string{"/ws/deep/a"}, "/ws/deep/a"},
+		{[]string{"**/*.pem"}, ""},
+	}
+	for _, c := range cases {
+		p := &spec.Policy{Deny: c.deny}
+		rec := CheckHistory(context.Background(), repo, "/ws", policy.New(p), RulesKey(p))
+		if rec.Denied != c.want || rec.Why != "" || rec.Rules != RulesKey(p) || rec.Exposes() != (c.want != "") {
+			t.Errorf("deny %q: %+v, want %q", c.deny, rec, c.want)
+		}
+	}
+	if RulesKey(&spec.Policy{Deny: []string{"a"}}) == RulesKey(&spec.Policy{Deny: []string{"b"}}) {
+		t.Error("RulesKey does not tell rules apart")
+	}
+	// A cancelled check is not a clean one.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := &spec.Policy{Deny: []string{"**/none"}}
+	big := gittest.NewRepo(t, nil)
+	files := map[string]string{}
+	for i := range 5000 {
+		files["d/f"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+"/"+string(rune('a'+i/26%26))+"/n"+strings.Repeat("y", i%5)] = "z"
+	}
+	gittest.Commit(t, big, files, "many")
+	brepo, err := git.PlainOpen(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := CheckHistory(ctx, brepo, "/ws", policy.New(p), RulesKey(p)); !rec.Exposes() || rec.Why == "" {
+		t.Errorf("a cancelled check: %+v", rec)
+	}
+}
