@@ -161,6 +161,9 @@ func (pt *part) match(name string) bool {
 	return ok
 }
 
+// Names returns the names of the clean path p, as DeniedLeaf takes them.
+func Names(p string) []string { return names(p, nil) }
+
 // names splits a clean path into its names, in buf when they fit.
 func names(p string, buf []string) []string {
 	out := buf[:0]

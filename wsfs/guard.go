@@ -133,8 +133,18 @@ func (f *FS) guardList(dir string, fn func(kv.Dirent) bool) func(kv.Dirent) bool
 	if f.guard == nil {
 		return fn
 	}
+	// A rule covers dir/name if it covers dir or one of its ancestors, or
+	// matches dir/name itself: the first is asked once, the second of
+	// each name (Denied of each would match every rule against every
+	// ancestor again).
+	if f.guard.Denied(dir) != nil {
+		return func(kv.Dirent) bool { return true }
+	}
+	ns := policy.Names(dir)
+	n := len(ns)
 	return func(d kv.Dirent) bool {
-		if f.guard.Denied(policy.Join(dir, d.Name)) != nil {
+		ns = append(ns[:n], d.Name)
+		if f.guard.DeniedLeaf(ns) != nil {
 			return true
 		}
 		return fn(d)

@@ -208,7 +208,7 @@ func (fc *findCtx) walk(expr *findNode, it findItem, minD, maxD int, follow bool
 				child = "/" + e.name
 			}
 			cabs := strings.TrimSuffix(it.abs, "/") + "/" + e.name
-			fi, err := fc.c.r.sh.ns.lstat(cabs)
+			fi, err := fc.c.r.sh.ns.lstatEntry(it.abs, e)
 			if err == nil && follow && fi.mode&fs.ModeSymlink != 0 {
 				if f2, err2 := fc.c.r.sh.ns.stat(cabs); err2 == nil {
 					fi = f2

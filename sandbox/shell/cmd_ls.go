@@ -173,7 +173,7 @@ func (c *cmd) lsDir(abs, shown string, o *lsOpts, header bool) int {
 		p := strings.TrimSuffix(abs, "/") + "/" + e.name
 		le := lsEntry{name: e.name, path: p}
 		if o.long || o.sortBy == 't' || o.sortBy == 'S' || o.classify || o.recursive || o.inode {
-			fi, err := c.r.sh.ns.lstat(p)
+			fi, err := c.r.sh.ns.lstatEntry(abs, e)
 			if err != nil {
 				continue
 			}

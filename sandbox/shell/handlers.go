@@ -48,6 +48,25 @@ func (n *namespace) lstat(abs string) (*fileInfo, error) {
 	return b.lstat(rel)
 }
 
+// lstatEntry is lstat of the entry e of a listing of the directory dir
+// (readDir): for the workspace, the attributes of the entry's inode, with
+// no walk of the path from the root (a listing made through the guarded
+// FS has no denied name in it, and its directory was reached through the
+// rules: what lstat of the path would check). It is what a walk of a tree
+// asks of each entry, as fstatat(2) on the directory's descriptor.
+func (n *namespace) lstatEntry(dir string, e dirEntry) (*fileInfo, error) {
+	if b, _, virt, err := n.route(dir); err == nil && !virt && e.ino != 0 {
+		if w, ok := b.(wsBackend); ok {
+			if a, err := w.fs.Store().GetAttr(e.ino); err == nil {
+				return attrInfo(e.name, a), nil
+			}
+			// Gone since the listing (the path may name another file
+			// now), or an error: the path says.
+		}
+	}
+	return n.lstat(strings.TrimSuffix(dir, "/") + "/" + e.name)
+}
+
 func (n *namespace) readDir(abs string) ([]dirEntry, error) {
 	b, rel, virt, err := n.route(abs)
 	if err != nil {
