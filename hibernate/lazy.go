@@ -152,6 +152,8 @@ type Fetcher struct {
 	wg     sync.WaitGroup
 	bytes  atomic.Int64
 
+	bgDone chan struct{} // closed when the background fetch ended (Start)
+
 	mu     sync.Mutex
 	closed bool
 	blobs  map[uint64]*owedBlob
@@ -187,7 +189,7 @@ func OpenFetcher(dir string, c *s3.Client, loc Location, log *slog.Logger) (*Fet
 	if err := os.Mkdir(filepath.Join(dir, FetchDir), 0o700); err != nil {
 		return nil, err
 	}
-	fe := &Fetcher{dir: dir, c: c, loc: loc, chunkSize: p.ChunkSize, log: log, blobs: make(map[uint64]*owedBlob)}
+	fe := &Fetcher{dir: dir, c: c, loc: loc, chunkSize: p.ChunkSize, log: log, blobs: make(map[uint64]*owedBlob), bgDone: make(chan struct{})}
 	fe.ctx, fe.cancel = context.WithCancel(context.Background())
 	for _, f := range p.Files {
 		ino, _ := strconv.ParseUint(path.Base(f.Path), 16, 64)
@@ -239,10 +241,15 @@ func (fe *Fetcher) Start(workers int) {
 	fe.wg.Add(1)
 	go func() {
 		defer fe.wg.Done()
+		defer close(fe.bgDone)
 		left.Wait()
 		fe.finish()
 	}()
 }
+
+// Wait waits until the background fetch that Start began has ended: every
+// blob is there, some failed for good, or Close stopped it.
+func (fe *Fetcher) Wait() { <-fe.bgDone }
 
 // finish removes the list once every blob is there.
 func (fe *Fetcher) finish() {
