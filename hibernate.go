@@ -136,11 +136,13 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 		return hibernate.Stats{}, err
 	}
 	host, _ := os.Hostname()
-	// The holder id is recorded before the lease is taken: a hibernate
-	// killed in between is run again as the same holder (a store without
-	// a state gets new ids at each ReadState).
-	if err := hibernate.WriteState(store, st); err != nil {
-		return hibernate.Stats{}, err
+	if _, err := os.Stat(filepath.Join(store, hibernate.StateFile)); errors.Is(err, os.ErrNotExist) {
+		// A store without a state gets new ids at each ReadState: they
+		// are recorded before the lease is taken, so that a hibernate
+		// killed in between is run again as the same holder.
+		if err := hibernate.WriteState(store, st); err != nil {
+			return hibernate.Stats{}, err
+		}
 	}
 	lease, err := hibernate.Acquire(ctx, c, loc, st.Holder, host, o.LeaseTTL)
 	if err != nil {
