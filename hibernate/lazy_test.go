@@ -392,3 +392,59 @@ func TestLazyHibernateAgain(t *testing.T) {
 	}
 	sameFiles(t, want, got)
 }
+
+// TestLazySnapshotAndDrop: a snapshot taken while blobs are owed waits
+// for them (every blob is in it); a file removed before its blob came is
+// never fetched into the store, and the fetch ends without it.
+func TestLazySnapshotAndDrop(t *testing.T) {
+	e := newEnv(t)
+	src := makeStore(t, 20)
+	dst, _, _ := lazyDownload(t, e, src)
+	fe, err := OpenFetcher(dst, e.c, e.loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.Close()
+	st, err := kv.Open(dst, kv.Options{Ballast: -1, MinFree: -1, Blobs: fe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := wsfs.New(st, wsfs.Owner{})
+	a, err := w.Stat("big/0.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Remove("big/0.bin"); err != nil {
+		t.Fatal(err)
+	}
+	dropped := filepath.Join(dst, "blobs", fmt.Sprintf("%x", a.Ino))
+	if _, err := st.Snapshot("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if s := fe.Stats(); s.Owed != 0 || s.Failed != 0 {
+		t.Fatalf("after a snapshot: %+v", s)
+	}
+	if _, err := os.Stat(dropped); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the blob of a removed file was fetched: %v", err)
+	}
+	snap, err := kv.SnapshotDir(dst, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcBlobs := blobFiles(t, src)
+	got := blobFiles(t, snap)
+	for name, b := range got {
+		if !bytes.Equal(b, srcBlobs[name]) {
+			t.Errorf("snapshot blob %s differs", name)
+		}
+	}
+	if len(got) != len(srcBlobs)-1 {
+		t.Errorf("the snapshot has %d blobs, want %d", len(got), len(srcBlobs)-1)
+	}
+	fe.Start(1)
+	fe.Wait()
+	if HasPending(dst) {
+		t.Fatal("the list stays")
+	}
+}
