@@ -227,7 +227,7 @@ func (fe *Fetcher) Start(workers int) {
 			defer left.Done()
 			for ino := range next {
 				for attempt := 0; attempt < 3; attempt++ {
-					if _, err := fe.fetch(ino, 4); err == nil || fe.permanent(ino) || fe.ctx.Err() != nil {
+					if _, err := fe.fetch(ino, 4, nil); err == nil || fe.permanent(ino) || fe.ctx.Err() != nil {
 						break
 					}
 					select {
@@ -268,10 +268,13 @@ func (fe *Fetcher) finish() {
 }
 
 // Fetch makes ino's blob file present if the fetcher owes it, fetching it
-// now (or waiting for the fetch under way); false if it owes none.
-func (fe *Fetcher) Fetch(ino uint64) (bool, error) { return fe.fetch(ino, 8) }
+// now (or waiting for the fetch under way) until cancel closes (nil: no
+// end); false if it owes none. A wait cancelled leaves the fetch going.
+func (fe *Fetcher) Fetch(ino uint64, cancel <-chan struct{}) (bool, error) {
+	return fe.fetch(ino, 8, cancel)
+}
 
-func (fe *Fetcher) fetch(ino uint64, parallel int) (bool, error) {
+func (fe *Fetcher) fetch(ino uint64, parallel int, cancel <-chan struct{}) (bool, error) {
 	fe.mu.Lock()
 	b := fe.blobs[ino]
 	if b == nil {
@@ -286,29 +289,41 @@ func (fe *Fetcher) fetch(ino uint64, parallel int) (bool, error) {
 		fe.mu.Unlock()
 		return false, b.err
 	}
-	if b.running {
-		wait := b.wait
-		fe.mu.Unlock()
-		select {
-		case <-wait:
-		case <-fe.ctx.Done():
-			return false, fe.ctx.Err()
+	if !b.running {
+		if fe.closed {
+			fe.mu.Unlock()
+			return false, errors.New("the blob's fetch stopped: the store is closing")
 		}
-		fe.mu.Lock()
-		done, err := b.done, b.err
-		fe.mu.Unlock()
-		if !done && err == nil {
-			err = errors.New("the blob's fetch stopped")
-		}
-		return done, err
+		// Run apart from the caller, so that a caller that stops waiting
+		// does not stop the fetch for the others.
+		b.running, b.wait, b.err = true, make(chan struct{}), nil
+		fe.wg.Add(1)
+		go fe.runOwed(ino, b, parallel)
 	}
-	if fe.closed {
-		fe.mu.Unlock()
+	wait := b.wait
+	fe.mu.Unlock()
+	select {
+	case <-wait:
+	case <-cancel:
+		select {
+		case <-wait: // there by now: no reason to fail the call
+		default:
+			return false, errors.New("interrupted while the blob is fetched")
+		}
+	case <-fe.ctx.Done():
 		return false, errors.New("the blob's fetch stopped: the store is closing")
 	}
-	b.running, b.wait, b.err = true, make(chan struct{}), nil
-	fe.wg.Add(1)
+	fe.mu.Lock()
+	done, err := b.done, b.err
 	fe.mu.Unlock()
+	if !done && err == nil {
+		err = errors.New("the blob's fetch stopped")
+	}
+	return done, err
+}
+
+// runOwed fetches b and records how that went.
+func (fe *Fetcher) runOwed(ino uint64, b *owedBlob, parallel int) {
 	defer fe.wg.Done()
 	err := fe.run(ino, b, parallel)
 	fe.mu.Lock()
@@ -326,9 +341,7 @@ func (fe *Fetcher) fetch(ino uint64, parallel int) (bool, error) {
 		} else if fe.ctx.Err() == nil {
 			fe.log.Warn("fetching a blob of the resumed workspace failed; trying again", "inode", ino, "err", err)
 		}
-		return false, err
 	}
-	return true, nil
 }
 
 func isPermanent(err error) bool { return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrIncomplete) }
@@ -406,7 +419,7 @@ func (fe *Fetcher) Drop(ino uint64) {
 func (fe *Fetcher) FetchAll() error {
 	var first error
 	for _, ino := range fe.order {
-		if _, err := fe.Fetch(ino); err != nil && first == nil {
+		if _, err := fe.Fetch(ino, nil); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/faultnet"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/wsfs"
 )
@@ -366,7 +368,7 @@ func TestLazyHibernateAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fe.Fetch(fe.order[0]); err != nil {
+	if _, err := fe.Fetch(fe.order[0], nil); err != nil {
 		t.Fatal(err)
 	}
 	fe.Close()
@@ -447,4 +449,58 @@ func TestLazySnapshotAndDrop(t *testing.T) {
 	if HasPending(dst) {
 		t.Fatal("the list stays")
 	}
+}
+
+// TestLazyFetchInterrupted: a call waiting for a blob (kv.FetchBlob, as
+// a FUSE open or read waits) whose wait is interrupted gets EINTR, no
+// part of the blob; the fetch goes on, and once the server answers the
+// blob is there whole for the next call.
+func TestLazyFetchInterrupted(t *testing.T) {
+	e := newEnv(t)
+	src := makeStore(t, 12)
+	want, _ := workspaceFiles(t, src, nil)
+	dst, _, _ := lazyDownload(t, e, src)
+	ft := faultnet.New(http.DefaultTransport.(*http.Transport).Clone())
+	hold := ft.Add(faultnet.Match(http.MethodGet, "/objects/").Delay(2 * time.Second).Times(1))
+	fe, err := OpenFetcher(dst, e.client(t, ft.Client()), e.loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.Close()
+	st, err := kv.Open(dst, kv.Options{Ballast: -1, MinFree: -1, Blobs: fe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ino := fe.order[0]
+	cancel := make(chan struct{})
+	close(cancel)
+	for hold.Requests() == 0 {
+		// Started by the first call, held at the server by the rule.
+		if err := st.FetchBlob(ino, cancel); !errors.Is(err, kv.ErrInterrupted) || kv.Errno(err) != syscall.EINTR {
+			t.Fatalf("an interrupted wait: %v, want EINTR", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := st.FetchBlob(ino, cancel); !errors.Is(err, kv.ErrInterrupted) {
+		t.Fatalf("an interrupted wait while the chunk is held: %v", err)
+	}
+	if err := st.FetchBlob(ino, nil); err != nil {
+		t.Fatal(err)
+	}
+	srcBlobs := blobFiles(t, src)
+	name := fmt.Sprintf("%x", ino)
+	if b, err := os.ReadFile(filepath.Join(dst, "blobs", name)); err != nil || !bytes.Equal(b, srcBlobs[name]) {
+		t.Fatalf("blob %s after the wait: %d bytes, %v", name, len(b), err)
+	}
+	got := map[string]string{}
+	w := wsfs.New(st, wsfs.Owner{})
+	for p := range want {
+		b, err := w.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[p] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	sameFiles(t, want, got)
 }

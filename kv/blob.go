@@ -85,10 +85,11 @@ var errBlobGone = errors.New("blob removed")
 // written in place; it never replaces a file that is there.
 type BlobSource interface {
 	// Fetch makes ino's blob file present if it is one the source still
-	// owes, waiting for it; it returns false if it owes none. An error
-	// (the blob cannot be had, or was found corrupt) fails the call that
-	// needed the blob.
-	Fetch(ino uint64) (bool, error)
+	// owes, waiting for it until cancel closes (nil: no end); it returns
+	// false if it owes none. An error (the blob cannot be had, or was
+	// found corrupt, or cancel closed first) fails the call that needed
+	// the blob; a wait cancelled does not stop the fetch.
+	Fetch(ino uint64, cancel <-chan struct{}) (bool, error)
 	// Drop tells the source that the store removed ino's blob (the inode
 	// is gone, or its blob was turned back into chunks or is being
 	// replaced): once Drop returns, the source never makes that file.
@@ -106,7 +107,7 @@ func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) 
 	if err != errBlobGone || bs.source == nil {
 		return f, release, err
 	}
-	ok, err := bs.source.Fetch(ino)
+	ok, err := bs.source.Fetch(ino, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("blob of inode %d: %w", ino, err)
 	}
@@ -114,6 +115,30 @@ func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) 
 		return nil, nil, errBlobGone
 	}
 	return bs.acquireLocal(ino, create)
+}
+
+// ErrInterrupted: a call waited for a blob still being fetched, and was
+// interrupted first.
+var ErrInterrupted = &Error{"interrupted while the file's data is fetched", syscall.EINTR}
+
+// FetchBlob waits until ino's blob file is there, if the store's
+// BlobSource still owes it, or until cancel closes (ErrInterrupted): for
+// a call that can be interrupted (a FUSE open or read), before it takes
+// any lock. It costs nothing for a store without a source.
+func (s *Store) FetchBlob(ino uint64, cancel <-chan struct{}) error {
+	if s.blobs.source == nil {
+		return nil
+	}
+	_, err := s.blobs.source.Fetch(ino, cancel)
+	if err != nil {
+		select {
+		case <-cancel:
+			return ErrInterrupted
+		default:
+		}
+		return fmt.Errorf("blob of inode %d: %w", ino, err)
+	}
+	return nil
 }
 
 func (bs *blobStore) acquireLocal(ino uint64, create bool) (*os.File, func(), error) {
