@@ -325,7 +325,7 @@ func (fe *Fetcher) fetch(ino uint64, parallel int, cancel <-chan struct{}) (bool
 // runOwed fetches b and records how that went.
 func (fe *Fetcher) runOwed(ino uint64, b *owedBlob, parallel int) {
 	defer fe.wg.Done()
-	err := fe.run(ino, b, parallel)
+	err := fe.run(b, parallel)
 	fe.mu.Lock()
 	b.running, b.err = false, err
 	if err == nil {
@@ -355,7 +355,7 @@ func (fe *Fetcher) permanent(ino uint64) bool {
 
 // run fetches b into a temporary file, each chunk verified, and links it
 // into place unless the store dropped it meanwhile.
-func (fe *Fetcher) run(ino uint64, b *owedBlob, parallel int) error {
+func (fe *Fetcher) run(b *owedBlob, parallel int) error {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := filepath.Join(fe.dir, FetchDir, path.Base(b.f.Path)+"."+hex.EncodeToString(rnd[:]))
