@@ -52,6 +52,19 @@ type Status struct {
 	// Usage is what the workspace holds (files, journal, audit) of its
 	// quota.
 	Usage kv.UsageReport `json:"usage"`
+	// Fetch is how far the fetch of a lazily resumed workspace's blobs
+	// is; nil once every blob is there (or for a workspace not resumed).
+	Fetch *FetchStatus `json:"fetch,omitempty"`
+}
+
+// FetchStatus says how far the background fetch of a lazily resumed
+// workspace's blobs is.
+type FetchStatus struct {
+	Owed    int    `json:"owed"`    // blobs still to come
+	Fetched int    `json:"fetched"` // blobs fetched (or no longer needed)
+	Failed  int    `json:"failed"`  // blobs the image does not give whole: reads of their files fail with EIO
+	Bytes   int64  `json:"bytes"`   // received
+	Error   string `json:"error,omitempty"`
 }
 
 // SourceStatus is one source of the workspace's spec.
@@ -138,8 +151,17 @@ func (w *Workspace) Status() Status {
 			states[ss.Path] = &ss
 		}
 	}
-	return Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: sourcesStatus(w.spec, states),
+	st := Status{Mountpoint: w.Mountpoint, Store: w.Store.Dir(), Pid: os.Getpid(), Agent: w.agent, Sources: sourcesStatus(w.spec, states),
 		Usage: w.Store.UsageDetail()}
+	if w.blobFetch != nil {
+		if fs := w.blobFetch.Stats(); fs.Owed > 0 || fs.Failed > 0 {
+			st.Fetch = &FetchStatus{Owed: fs.Owed, Fetched: fs.Fetched, Failed: fs.Failed, Bytes: fs.Bytes}
+			if fs.Err != nil {
+				st.Fetch.Error = fs.Err.Error()
+			}
+		}
+	}
+	return st
 }
 
 // sourcesStatus describes a spec's sources, with the write-back states

@@ -136,6 +136,14 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 		return hibernate.Stats{}, err
 	}
 	host, _ := os.Hostname()
+	if _, err := os.Stat(filepath.Join(store, hibernate.StateFile)); errors.Is(err, os.ErrNotExist) {
+		// A store without a state gets new ids at each ReadState: they
+		// are recorded before the lease is taken, so that a hibernate
+		// killed in between is run again as the same holder.
+		if err := hibernate.WriteState(store, st); err != nil {
+			return hibernate.Stats{}, err
+		}
+	}
 	lease, err := hibernate.Acquire(ctx, c, loc, st.Holder, host, o.LeaseTTL)
 	if err != nil {
 		return hibernate.Stats{}, err
@@ -212,7 +220,11 @@ type ResumeOptions struct {
 	// DefaultAgentsDir): a store whose agent is another store's here is
 	// refused.
 	AgentsDir string
-	Logger    *slog.Logger
+	// Eager downloads the whole image before the store is used. By
+	// default the blobs (the data of big files) are fetched after: in
+	// the background once mounted, and first when a call needs one.
+	Eager  bool
+	Logger *slog.Logger
 }
 
 // ResumeStore takes the image's lease (refused with a *hibernate.HeldError
@@ -251,6 +263,7 @@ func ResumeStore(ctx context.Context, o ResumeOptions) (hibernate.Stats, error) 
 	}
 	stop := lease.Keep(c, loc, o.LeaseTTL, nil)
 	_, _, stats, err := hibernate.Download(ctx, c, loc, store, hibernate.DownloadOptions{
+		Lazy: !o.Eager,
 		Prepare: func(tmp string, m *hibernate.Manifest, etag string) error {
 			if err := stop(); err != nil {
 				return err
@@ -412,4 +425,33 @@ func keepLease(store string, hc *http.Client, log *slog.Logger) *leaseKeeper {
 	})
 	log.Info("holding the workspace's lease", "at", loc.String(), "ttl", ttl)
 	return &leaseKeeper{stop: stop}
+}
+
+// openBlobFetcher returns the fetcher of the blobs a lazy resume left
+// for later, if the store still lacks some (nil if none).
+func openBlobFetcher(store string, hc *http.Client, log *slog.Logger) (*hibernate.Fetcher, error) {
+	if !hibernate.HasPending(store) {
+		return nil, nil
+	}
+	st, err := hibernate.ReadState(store)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := st.Location()
+	if err != nil {
+		return nil, fmt.Errorf("the store still lacks blobs of its image, but: %w", err)
+	}
+	c, err := hibernate.NewClient(context.Background(), loc, hc)
+	if err != nil {
+		return nil, err
+	}
+	fe, err := hibernate.OpenFetcher(store, c, loc, log)
+	if err != nil {
+		return nil, fmt.Errorf("the blobs still to fetch from %s: %w", loc, err)
+	}
+	if fe != nil {
+		st := fe.Stats()
+		log.Info("fetching the workspace's blobs from its image in the background", "from", loc.String(), "blobs", st.Owed)
+	}
+	return fe, nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/computerfs/computerfs/hibernate"
 	"github.com/computerfs/computerfs/kv"
 )
 
@@ -125,6 +126,10 @@ func ForkStore(src, dst string, opts ForkOptions) (ForkResult, error) {
 			return ForkResult{}, err
 		}
 	} else {
+		if hibernate.HasPending(src) {
+			// Its blobs are not all there to be linked.
+			return ForkResult{}, fmt.Errorf("store %s still lacks blobs of the image it was resumed from: mount it until they are fetched (computerfs status), then fork", src)
+		}
 		st, err := OpenExisting(src, opts.Logger)
 		if err != nil {
 			return ForkResult{}, err

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/hibernate"
 	"github.com/computerfs/computerfs/internal/execwire"
 	"github.com/computerfs/computerfs/internal/proc"
 	"github.com/computerfs/computerfs/kv"
@@ -35,7 +36,8 @@ import (
 
 // MountOptions configure Mount.
 type MountOptions struct {
-	Store      string // store directory; created if missing
+	blobs      kv.BlobSource // the blobs a lazy resume still fetches (nil: none)
+	Store      string        // store directory; created if missing
 	Mountpoint string
 	Private    bool  // only the mounting user may use the mount
 	CacheSize  int64 // Pebble block cache in bytes (0: default)
@@ -122,11 +124,14 @@ type Workspace struct {
 	syncerReady atomic.Pointer[syncer.Syncer] // for the mount's callbacks
 
 	lease *leaseKeeper // renews a resumed workspace's lease (hibernate.go); nil if none
+	// blobFetch fetches the blobs of a lazily resumed workspace
+	// (hibernate.go); nil if none are owed.
+	blobFetch *hibernate.Fetcher
 }
 
 // openStore opens a workspace's store with the options' tuning.
 func openStore(dir string, opts MountOptions) (*kv.Store, error) {
-	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, MinFree: opts.MinFree, Ballast: opts.Ballast, BlobThreshold: opts.BlobThreshold, Logger: opts.Logger, NoJournal: opts.NoJournal})
+	return kv.Open(dir, kv.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, MinFree: opts.MinFree, Ballast: opts.Ballast, BlobThreshold: opts.BlobThreshold, Logger: opts.Logger, NoJournal: opts.NoJournal, Blobs: opts.blobs})
 }
 
 // newFS returns the store by path; files made through it belong to the
@@ -155,6 +160,19 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if err := prepareNewStore(opts.Store, opts); err != nil {
 		return nil, err
 	}
+	fetcher, err := openBlobFetcher(opts.Store, opts.HTTPClient, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	mounted := false
+	if fetcher != nil {
+		opts.blobs = fetcher
+		defer func() {
+			if !mounted {
+				fetcher.Close()
+			}
+		}()
+	}
 	store, err := openStore(opts.Store, opts)
 	if err != nil {
 		return nil, err
@@ -176,7 +194,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
-	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, agentsDir: opts.AgentsDir, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
+	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, agentsDir: opts.AgentsDir, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger, blobFetch: fetcher}
 	if w.rules, err = historyRules(context.Background(), w.FS, sp, opts.Logger); err != nil {
 		store.Close()
 		return nil, err
@@ -219,6 +237,10 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		// not end the FUSE connection while they wait.
 		go watchUnmount(mp, w.stopTrim, w.log, w.endCommands)
 	}
+	if fetcher != nil {
+		fetcher.Start(2)
+	}
+	mounted = true
 	opts.Logger.Info("mounted", "store", opts.Store, "mountpoint", mp, "pid", os.Getpid(), "agent", agent.String())
 	return w, nil
 }
@@ -286,6 +308,9 @@ func (w *Workspace) closeStore() error {
 		}
 		if w.lease != nil {
 			w.lease.stop() // its errors were logged
+		}
+		if w.blobFetch != nil {
+			w.blobFetch.Close() // what is not fetched yet is, at the next mount
 		}
 		w.closeErr = w.Store.Close()
 		if w.closeErr != nil {

@@ -111,6 +111,13 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 	if a.IsDir() {
 		return fuse.EISDIR
 	}
+	if a.Flags&kv.FlagBlob != 0 {
+		// A lazily resumed workspace's blob may still be on its way:
+		// waited for here, interruptible, before any lock is taken.
+		if err := f.store.FetchBlob(in.NodeId, cancel); err != nil {
+			return f.status("open", err)
+		}
+	}
 	if in.Flags&syscall.O_TRUNC != 0 && in.Flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		req := kv.SetAttrRequest{Valid: kv.SetSize}
 		if in.Mode&fuse.OPEN_KILL_SUIDGID != 0 {
@@ -175,6 +182,9 @@ func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Create
 
 // Read implements READ.
 func (f *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	if err := f.store.FetchBlob(in.NodeId, cancel); err != nil { // see Open
+		return nil, f.status("read", err)
+	}
 	n, a, err := f.store.Read(in.NodeId, int64(in.Offset), buf[:min(len(buf), int(in.Size))])
 	if err != nil {
 		return nil, f.status("read", err)

@@ -50,6 +50,11 @@ type DownloadOptions struct {
 	// Prepare, if set, runs on the complete temporary directory before it
 	// is made durable and renamed into place (the state is written there).
 	Prepare func(tmp string, m *Manifest, etag string) error
+	// Lazy leaves the store's blobs for later: every object is checked
+	// to be there with its size (one listing), the rest of the store is
+	// fetched and verified, and the blobs are listed in PendingFile for
+	// a Fetcher (the mounted store's kv.BlobSource).
+	Lazy bool
 }
 
 // Download builds the store of the location's image in dir, which must
@@ -91,10 +96,31 @@ func Download(ctx context.Context, c *s3.Client, loc Location, dir string, o Dow
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := fetchFiles(ctx, c, loc, tmp, m, o.Parallel, &st); err != nil {
+	now := m
+	if o.Lazy {
+		if err := checkObjects(ctx, c, loc, m); err != nil {
+			return nil, "", st, err
+		}
+		var later []File
+		now = &Manifest{ChunkSize: m.ChunkSize}
+		for _, f := range m.Files {
+			if lazyFile(&f) {
+				later = append(later, f)
+			} else {
+				now.Files = append(now.Files, f)
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(tmp, "blobs"), 0o700); err != nil {
+			return nil, "", st, err
+		}
+		if err := writePending(tmp, m.ChunkSize, later); err != nil {
+			return nil, "", st, err
+		}
+	}
+	if err := fetchFiles(ctx, c, loc, tmp, now, o.Parallel, &st); err != nil {
 		return nil, "", st, err
 	}
-	writeCache(tmp, m.Files)
+	writeCache(tmp, now.Files)
 	if o.Prepare != nil {
 		if err := o.Prepare(tmp, m, etag); err != nil {
 			return nil, "", st, err

@@ -65,7 +65,7 @@ type UploadOptions struct {
 // (remade on open), the sandbox's cache volume, the state and the cache.
 var ExcludedNames = map[string]bool{
 	"lock": true, "daemon.log": true, "ballast": true, "spare.log": true, "spare.manifest": true,
-	"sandbox-cache.img": true, StateFile: true, StateFile + ".tmp": true, CacheFile: true, CacheFile + ".tmp": true,
+	"sandbox-cache.img": true, PendingFile: true, FetchDir: true, StateFile: true, StateFile + ".tmp": true, CacheFile: true, CacheFile + ".tmp": true,
 }
 
 // Upload writes the closed store in dir to the location: the chunks of
@@ -115,6 +115,22 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	st := Stats{Files: len(m.Files), Bytes: m.Bytes()}
 	if err := uploadChunks(ctx, c, loc, dir, m, have, o.Parallel, &st); err != nil {
 		return st, "", err
+	}
+	// Blobs a lazy resume has not fetched yet are in the image it came
+	// from: named as they are, if the location holds their chunks.
+	later, err := pendingFiles(dir)
+	if err != nil {
+		return st, "", err
+	}
+	for _, f := range later {
+		for _, h := range f.Chunks {
+			if _, ok := have[h]; !ok && h != zeroChunk {
+				return st, "", fmt.Errorf("%s: %w: %d blobs of this store are still to be fetched from the image it was resumed from, and this location lacks their chunks: mount the store until its fetch is done (computerfs status), then hibernate", loc, ErrIncomplete, len(later))
+			}
+		}
+		m.Files = append(m.Files, f)
+		st.Files++
+		st.Bytes += f.Size
 	}
 	if o.BeforeManifest != nil {
 		if err := o.BeforeManifest(ctx); err != nil {

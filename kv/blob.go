@@ -53,6 +53,7 @@ const maxOpenBlobs = 128
 type blobStore struct {
 	dir    string
 	noSync bool
+	source BlobSource // blobs still to come (Options.Blobs); nil: none
 
 	mu    sync.Mutex
 	open  map[uint64]*openBlob
@@ -78,9 +79,69 @@ func (bs *blobStore) path(ino uint64) string {
 // into chunks) between reading the attributes and opening it.
 var errBlobGone = errors.New("blob removed")
 
+// BlobSource supplies blob files that the store's blobs/ directory does
+// not hold yet (a workspace resumed lazily from a hibernated image). A
+// blob file it supplies appears whole, by a rename or a link, never
+// written in place; it never replaces a file that is there.
+type BlobSource interface {
+	// Fetch makes ino's blob file present if it is one the source still
+	// owes, waiting for it until cancel closes (nil: no end); it returns
+	// false if it owes none. An error (the blob cannot be had, or was
+	// found corrupt, or cancel closed first) fails the call that needed
+	// the blob; a wait cancelled does not stop the fetch.
+	Fetch(ino uint64, cancel <-chan struct{}) (bool, error)
+	// Drop tells the source that the store removed ino's blob (the inode
+	// is gone, or its blob was turned back into chunks or is being
+	// replaced): once Drop returns, the source never makes that file.
+	Drop(ino uint64)
+	// FetchAll waits until the source owes nothing (a snapshot links
+	// every blob file).
+	FetchAll() error
+}
+
 // acquire returns ino's blob file, opening it (and with create, creating
-// it) if needed; release must be called when done with it.
+// it) if needed; release must be called when done with it. A blob file
+// that is absent is asked of the source, if there is one.
 func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) {
+	f, release, err := bs.acquireLocal(ino, create)
+	if err != errBlobGone || bs.source == nil {
+		return f, release, err
+	}
+	ok, err := bs.source.Fetch(ino, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("blob of inode %d: %w", ino, err)
+	}
+	if !ok {
+		return nil, nil, errBlobGone
+	}
+	return bs.acquireLocal(ino, create)
+}
+
+// ErrInterrupted: a call waited for a blob still being fetched, and was
+// interrupted first.
+var ErrInterrupted = &Error{"interrupted while the file's data is fetched", syscall.EINTR}
+
+// FetchBlob waits until ino's blob file is there, if the store's
+// BlobSource still owes it, or until cancel closes (ErrInterrupted): for
+// a call that can be interrupted (a FUSE open or read), before it takes
+// any lock. It costs nothing for a store without a source.
+func (s *Store) FetchBlob(ino uint64, cancel <-chan struct{}) error {
+	if s.blobs.source == nil {
+		return nil
+	}
+	_, err := s.blobs.source.Fetch(ino, cancel)
+	if err != nil {
+		select {
+		case <-cancel:
+			return ErrInterrupted
+		default:
+		}
+		return fmt.Errorf("blob of inode %d: %w", ino, err)
+	}
+	return nil
+}
+
+func (bs *blobStore) acquireLocal(ino uint64, create bool) (*os.File, func(), error) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	bs.tick++
@@ -160,6 +221,9 @@ func (bs *blobStore) written(ino uint64) {
 
 // remove deletes ino's blob. Readers that hold it open keep reading it.
 func (bs *blobStore) remove(ino uint64) error {
+	if bs.source != nil {
+		bs.source.Drop(ino) // before the file goes: nothing brings it back
+	}
 	bs.mu.Lock()
 	bs.forgetLocked(ino)
 	delete(bs.dirty, ino)

@@ -160,6 +160,12 @@ func (s *Store) checkpoint(dst string) (time.Duration, error) {
 	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
 		return 0, err
 	}
+	if s.blobs.source != nil {
+		// Every blob file must be there to be linked.
+		if err := s.blobs.source.FetchAll(); err != nil {
+			return 0, fmt.Errorf("the blobs still being fetched: %w", err)
+		}
+	}
 	release := s.holdChanges()
 	defer release()
 	start := time.Now()

@@ -102,6 +102,9 @@ type Options struct {
 	// extended attributes, and the journal's and the audit's records
 	// (see usage.go; 0: none).
 	Quota int64
+	// Blobs, if set, supplies the blob files the store directory lacks
+	// (a lazy resume: see BlobSource).
+	Blobs BlobSource
 }
 
 // Store is an open computerfs store. Its methods are safe for concurrent use.
@@ -196,7 +199,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize)}
 	s.quotaHits = make(chan struct{}, 1)
-	s.blobs = blobStore{dir: filepath.Join(dir, "blobs"), noSync: opts.NoSync, open: make(map[uint64]*openBlob), dirty: make(map[uint64]struct{})}
+	s.blobs = blobStore{dir: filepath.Join(dir, "blobs"), noSync: opts.NoSync, source: opts.Blobs, open: make(map[uint64]*openBlob), dirty: make(map[uint64]struct{})}
 	s.pins.m = make(map[uint64]*pin)
 	s.space = newSpaceGuard(dir, opts, s.log)
 	switch {

@@ -84,7 +84,7 @@ func init() {
 			details: "Only what the image in S3 lacks is uploaded; its manifest is written last, so an image is whole\n" +
 				"or the previous one stands. Refused while another host holds the workspace's lease."},
 		{name: "resume", args: "s3://BUCKET/PREFIX --store DIR [mount flags] MOUNTPOINT", run: cmdResume,
-			summary: "take a hibernated workspace's lease, download and verify it into a new store, and mount it",
+			summary: "take a hibernated workspace's lease, download and verify it into a new store, and mount it (its blobs follow in the background; --eager: before the mount)",
 			example: "computerfs resume s3://workspaces/ws1 --store /var/lib/computerfs/ws1 --background /mnt/ws",
 			details: "Takes every flag of computerfs mount too. Refused while another host holds the lease (until it\n" +
 				"hibernates, or the lease expires); an image that is incomplete, corrupt or of another format is\n" +

@@ -84,6 +84,7 @@ var resumeOwn = map[string]bool{"endpoint": true, "region": true, "lease-ttl": t
 func cmdResume(args []string, stdout, stderr io.Writer) error {
 	fset := newFlags("resume")
 	s3f := addS3Flags(fset)
+	eager := fset.Bool("eager", false, "download the whole image before mounting (default: the blobs, the data of big files, are fetched after the mount, in the background and first when a program needs one)")
 	var own, rest []string
 	url := ""
 	for i := 0; i < len(args); i++ {
@@ -99,7 +100,7 @@ func cmdResume(args []string, stdout, stderr io.Writer) error {
 				i++
 				own = append(own, args[i])
 			}
-		case strings.HasPrefix(a, "-") && name == "path-style":
+		case strings.HasPrefix(a, "-") && (name == "path-style" || name == "eager"):
 			own = append(own, a)
 		case url == "" && strings.HasPrefix(a, "s3://"):
 			url = a
@@ -122,12 +123,16 @@ func cmdResume(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	log, _ := newLogger(stderr, "warn", "text")
-	st, err := computerfs.ResumeStore(ctx, computerfs.ResumeOptions{From: s3f.where(url), Store: store, LeaseTTL: *s3f.ttl, Logger: log})
+	st, err := computerfs.ResumeStore(ctx, computerfs.ResumeOptions{From: s3f.where(url), Store: store, LeaseTTL: *s3f.ttl, Eager: *eager, Logger: log})
 	stop()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "resumed: %d files, %s; downloaded %s in %d objects\n", st.Files, mib(st.Bytes), mib(st.Moved), st.MovedObjects)
+	fmt.Fprintf(stderr, "resumed: %d files, %s; downloaded %s in %d objects", st.Files, mib(st.Bytes), mib(st.Moved), st.MovedObjects)
+	if !*eager && st.Moved < st.Bytes {
+		fmt.Fprint(stderr, "; the blobs follow in the background")
+	}
+	fmt.Fprintln(stderr)
 	return cmdMount(rest, stdout, stderr)
 }
 

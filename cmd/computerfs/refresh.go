@@ -140,6 +140,12 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "workspace %s (store %s, daemon pid %d, agent %s)\n", textsafe.Name(st.Mountpoint), textsafe.Name(st.Store), st.Pid, st.Agent)
 	}
 	fmt.Fprintf(stdout, "  usage %s: files %s, journal %s, audit %s\n", usageOf(st.Usage), mib(st.Usage.Files), mib(st.Usage.Journal), mib(st.Usage.Audit))
+	if f := st.Fetch; f != nil {
+		fmt.Fprintf(stdout, "  resume: %d blobs still to fetch, %d fetched (%s), %d failed\n", f.Owed, f.Fetched, mib(f.Bytes), f.Failed)
+		if f.Error != "" {
+			fmt.Fprintf(stdout, "  resume: %s\n", textsafe.Text(f.Error))
+		}
+	}
 	for _, s := range st.Sources {
 		fmt.Fprintf(stdout, "  %-20s %-7s %-16s %s\n", textsafe.Name(s.Path), s.Kind, "sync: "+s.Sync, textsafe.Text(s.From))
 		if s.SyncState != nil {
