@@ -42,8 +42,17 @@ func TestDeniedGitHistory(t *testing.T) {
 	gittest.Git(t, up, "rm", "-q", "-r", "secrets")
 	gittest.Commit(t, up, map[string]string{"main.go": "package main\n"}, "drop the token")
 	clean := gittest.NewRepo(t, map[string]string{"README": "clean\n"})
+	// A dir source that holds checkouts: one whose history holds a
+	// denied file, one clean.
+	local := t.TempDir()
+	if out, err := exec.Command("git", "clone", "-q", up, filepath.Join(local, "deep", "exposed")).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v %s", err, out)
+	}
+	if out, err := exec.Command("git", "clone", "-q", clean, filepath.Join(local, "fine")).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v %s", err, out)
+	}
 	spec := filepath.Join(t.TempDir(), "ws.yaml")
-	writeSpecFile(t, spec, "sources:\n  - path: /r\n    git: {url: "+up+"}\n  - path: /c\n    git: {url: "+clean+"}\n"+
+	writeSpecFile(t, spec, "sources:\n  - path: /r\n    git: {url: "+up+"}\n  - path: /c\n    git: {url: "+clean+"}\n  - path: /d\n    dir: "+local+"\n"+
 		"policy:\n  deny: [\"**/secrets\", \"**/token\"]\n")
 
 	store := filepath.Join(t.TempDir(), "store")
@@ -58,6 +67,20 @@ func TestDeniedGitHistory(t *testing.T) {
 			if strings.Contains(out+errOut, "s3cr3t") {
 				t.Errorf("%s: %s %q read the denied history:\n%s%s", what, a.backend, a.cmd, out, errOut)
 			}
+		}
+		for _, a := range []struct{ backend, cmd string }{
+			{"shell", "cd d/deep/exposed && git log -p --all"},
+			{"sandbox", "cd d/deep/exposed && git log -p --all"},
+			{"sandbox", "cat d/deep/exposed/.git/objects/pack/* d/deep/exposed/.git/objects/*/* | python3 -c 'import sys,zlib; d=sys.stdin.buffer.read(); print(d)' | head -c 100000"},
+		} {
+			_, out, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: a.backend, Command: a.cmd})
+			refused := strings.Contains(out+errOut, "ermission denied") || strings.Contains(errOut, "not a git repository")
+			if err != nil || strings.Contains(out+errOut, "s3cr3t") || !refused {
+				t.Errorf("%s: the dir source's exposed checkout, %s %q: %v %q %q", what, a.backend, a.cmd, err, out, errOut)
+			}
+		}
+		if res, out, errOut, err := execOn(t, m.Dir, computerfs.ExecRequest{Backend: "shell", Command: "cd d/fine && git log --format=%s && cat ../deep/exposed/README"}); err != nil || res.ExitCode != 0 || out != "initial\nhello\n" {
+			t.Errorf("%s: the dir source's clean checkout: %v %+v %q %q", what, err, res, out, errOut)
 		}
 		c, err := computerfs.Dial(m.Dir)
 		if err != nil {

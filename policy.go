@@ -64,22 +64,22 @@ func historyRules(ctx context.Context, f *wsfs.FS, sp *spec.Spec, log *slog.Logg
 	key := sources.RulesKey(sp.Policy)
 	for i := range sp.Sources {
 		src := &sp.Sources[i]
-		if src.Kind() != "git" {
+		if !sources.HasHistory(src) {
 			continue
 		}
 		rec, ok, err := sources.ReadHistory(f.Store(), i)
 		if err != nil {
 			return nil, err
 		}
-		if !ok || rec.Rules != key || rec.Why != "" {
+		if !ok || rec.Rules != key || rec.Unsure {
 			rec = sources.CheckSourceHistory(ctx, f, src, pathRules(sp), key)
 			if err := sources.WriteHistory(f.Store(), i, rec); err != nil {
 				return nil, err
 			}
 		}
-		if rec.Exposes() {
-			c.DenyPath(sources.HistoryRule(src, rec), sources.GitDir(src))
-			log.Warn("the git history holds what the policy denies: the source's .git is denied to the agent", "source", src.Path, "reason", rec.Reason())
+		rec.Apply(c)
+		for _, r := range rec.Exposed {
+			log.Warn("the git history holds what the policy denies: it is denied to the agent", "git_dir", r.Dir, "reason", r.Reason())
 		}
 	}
 	return c, nil

@@ -36,29 +36,46 @@ import (
 // move or hide objects (a pack file moved out of .git/objects is still
 // readable, and no longer seen by a look at the repository).
 
-// HistoryRecord is what the daemon found in a git source's objects
+// HistoryRecord is what the daemon found in a source's git repositories
+// (a git source's checkout; the .git directories a dir source copied in)
 // against the policy's deny rules.
 type HistoryRecord struct {
 	// Rules identifies the deny rules the objects were checked against
 	// (RulesKey): a record of other rules is checked again.
 	Rules string `json:"rules"`
-	// Denied is a path the history holds that a deny rule covers ("":
-	// none).
-	Denied string `json:"denied,omitempty"`
-	// Why says why the check could not finish (the history too large, a
-	// repository that does not open): taken as exposed.
-	Why string `json:"why,omitempty"`
+	// Exposed are the repositories whose .git must be denied.
+	Exposed []RepoHistory `json:"exposed,omitempty"`
+	// Unsure says a check did not finish (the history too large,
+	// cancelled): checked again at the next mount (Exposed holds the
+	// repository meanwhile).
+	Unsure bool `json:"unsure,omitempty"`
 }
 
-// Exposes says whether the source's .git must be denied.
-func (h HistoryRecord) Exposes() bool { return h.Denied != "" || h.Why != "" }
+// RepoHistory is one repository whose .git is denied, and why.
+type RepoHistory struct {
+	Dir    string `json:"dir"`              // the store path to deny (a .git, or a whole source)
+	Denied string `json:"denied,omitempty"` // a denied path its history holds
+	Why    string `json:"why,omitempty"`    // why it could not be checked
+}
 
-// Reason is the record in a few words, for the deny rule's name.
-func (h HistoryRecord) Reason() string {
-	if h.Denied != "" {
-		return "holds " + policy.Show(h.Denied)
+// Reason is why, in a few words, for the deny rule's name.
+func (r RepoHistory) Reason() string {
+	if r.Denied != "" {
+		return "holds " + policy.Show(r.Denied)
 	}
-	return "not checked: " + h.Why
+	return "not checked: " + r.Why
+}
+
+// Rule is the name of the deny rule of r, as refusals show it.
+func (r RepoHistory) Rule() string {
+	return fmt.Sprintf("policy deny (the git history of %s %s)", policy.Show(r.Dir), r.Reason())
+}
+
+// Apply adds the record's deny rules to c.
+func (h HistoryRecord) Apply(c *policy.Checker) {
+	for _, r := range h.Exposed {
+		c.DenyPath(r.Rule(), r.Dir)
+	}
 }
 
 // historyMeta is the store's meta key of source idx's HistoryRecord.
@@ -97,14 +114,13 @@ func WriteHistory(st *kv.Store, idx int, h HistoryRecord) error {
 	return st.SetMeta(historyMeta(idx), b)
 }
 
+// HasHistory tells whether a source of src's kind can bring git objects
+// into the workspace (a git source, or a dir source, which copies any
+// .git it holds).
+func HasHistory(src *spec.Source) bool { return src.Kind() == "git" || src.Kind() == "dir" }
+
 // GitDir is the store path of git source src's .git.
 func GitDir(src *spec.Source) string { return path.Join("/", src.Path, ".git") }
-
-// HistoryRule is the name of the deny rule of source src's .git, as
-// refusals show it.
-func HistoryRule(src *spec.Source, h HistoryRecord) string {
-	return fmt.Sprintf("policy deny (the history of the git source %s %s)", policy.Show(path.Join("/", src.Path)), h.Reason())
-}
 
 // MaxHistoryEntries bounds the tree entries CheckHistory reads: past it
 // the history counts as exposed (HistoryRecord.Why).
@@ -114,10 +130,9 @@ const MaxHistoryEntries = 8 << 20
 // its references reach) and the tree of each, and returns the first path
 // (root: the repository's store path) that c denies. Each tree is read
 // once for each path it appears at.
-func CheckHistory(ctx context.Context, repo *git.Repository, root string, c *policy.Checker, key string) HistoryRecord {
-	rec := HistoryRecord{Rules: key}
+func CheckHistory(ctx context.Context, repo *git.Repository, root string, c *policy.Checker) (denied string, err error) {
 	if !c.HasDeny() {
-		return rec
+		return "", nil
 	}
 	type visit struct {
 		tree plumbing.Hash
@@ -154,7 +169,7 @@ func CheckHistory(ctx context.Context, repo *git.Repository, root string, c *pol
 					p = v.dir + "/" + e.Name // as written: a name no checkout takes
 				}
 				if c.Denied(p) != nil {
-					rec.Denied = p
+					denied = p
 					return errFound
 				}
 				if e.Mode == filemode.Dir {
@@ -166,33 +181,108 @@ func CheckHistory(ctx context.Context, repo *git.Repository, root string, c *pol
 	}
 	iter, err := repo.CommitObjects()
 	if err != nil {
-		rec.Why = err.Error()
-		return rec
+		return "", err
 	}
 	defer iter.Close()
 	err = iter.ForEach(func(cm *object.Commit) error { return walk(cm.TreeHash) })
-	if err != nil && !errors.Is(err, errFound) {
-		rec.Why = err.Error()
+	if errors.Is(err, errFound) {
+		return denied, nil
 	}
-	return rec
+	return "", err
 }
 
 var errFound = errors.New("found")
 
-// CheckSourceHistory opens git source idx's checkout in f (as the daemon
-// does, see internal/safegit) and checks its objects against c. A source
-// with no .git has nothing to expose; one that does not open counts as
-// exposed.
+// CheckSourceHistory checks the git repositories of source src in f
+// against c: a git source's checkout, or every directory a dir source
+// holds whose name git takes for .git. A repository that does not open
+// as the daemon opens one (see internal/safegit) is exposed.
 func CheckSourceHistory(ctx context.Context, f *wsfs.FS, src *spec.Source, c *policy.Checker, key string) HistoryRecord {
-	if _, err := f.Lstat(GitDir(src)); errors.Is(err, fs.ErrNotExist) {
-		return HistoryRecord{Rules: key}
+	rec := HistoryRecord{Rules: key}
+	if !c.HasDeny() {
+		return rec
 	}
-	co, err := safegit.Open(f, src.Path, GitURL(src.Git.URL))
+	var dots []string
+	switch src.Kind() {
+	case "git":
+		if _, err := f.Lstat(GitDir(src)); !errors.Is(err, fs.ErrNotExist) {
+			dots = append(dots, GitDir(src))
+		}
+	case "dir":
+		var err error
+		if dots, err = findGitDirs(ctx, f, path.Join("/", src.Path)); err != nil {
+			// Not looked through: the whole source is the agent's only
+			// once it is.
+			rec.Exposed = append(rec.Exposed, RepoHistory{Dir: path.Join("/", src.Path), Why: err.Error()})
+			rec.Unsure = true
+			return rec
+		}
+	}
+	for _, dot := range dots {
+		r := checkRepo(ctx, f, dot, c)
+		if r.Denied != "" || r.Why != "" {
+			rec.Exposed = append(rec.Exposed, r)
+			rec.Unsure = rec.Unsure || r.Why != ""
+		}
+	}
+	return rec
+}
+
+// checkRepo checks the repository whose .git is the store path dot.
+func checkRepo(ctx context.Context, f *wsfs.FS, dot string, c *policy.Checker) RepoHistory {
+	r := RepoHistory{Dir: dot}
+	if path.Base(dot) != ".git" {
+		r.Why = "a .git directory by another spelling"
+		return r
+	}
+	co, err := safegit.Open(f, path.Dir(dot), "")
 	if err != nil {
-		return HistoryRecord{Rules: key, Why: err.Error()}
+		r.Why = err.Error()
+		return r
 	}
 	defer co.Close()
-	return CheckHistory(ctx, co.Repo, path.Join("/", src.Path), c, key)
+	if r.Denied, err = CheckHistory(ctx, co.Repo, path.Dir(dot), c); err != nil {
+		r.Why = err.Error()
+	}
+	return r
+}
+
+// maxGitDirSearch bounds the entries findGitDirs reads.
+const maxGitDirSearch = 1 << 20
+
+// findGitDirs returns the store paths of the directories under root
+// (root included) whose name git takes for .git.
+func findGitDirs(ctx context.Context, f *wsfs.FS, root string) ([]string, error) {
+	var out []string
+	seen := 0
+	stack := []string{root}
+	for len(stack) > 0 {
+		dir := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		err := f.ReadDir(dir, "", func(d kv.Dirent) bool {
+			seen++
+			if d.Type != kv.S_IFDIR {
+				return seen <= maxGitDirSearch
+			}
+			p := path.Join(dir, d.Name)
+			if spec.IsGitDirName(d.Name) {
+				out = append(out, p)
+			} else {
+				stack = append(stack, p)
+			}
+			return seen <= maxGitDirSearch
+		})
+		if err != nil {
+			return nil, err
+		}
+		if seen > maxGitDirSearch {
+			return nil, fmt.Errorf("more than %d entries to look through for git repositories", maxGitDirSearch)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // recordHistory checks the objects the import wrote for source idx
@@ -203,8 +293,8 @@ func (im *Importer) recordHistory(ctx context.Context, idx int, src *spec.Source
 		return nil
 	}
 	rec := CheckSourceHistory(ctx, im.fs, src, c, RulesKey(im.Spec.Policy))
-	if rec.Exposes() {
-		log.Warn("the git history holds what the policy denies: the source's .git is denied to the agent", "reason", rec.Reason())
+	for _, r := range rec.Exposed {
+		log.Warn("the git history holds what the policy denies: it is denied to the agent", "git_dir", r.Dir, "reason", r.Reason())
 	}
 	return WriteHistory(im.Store, idx, rec)
 }
@@ -228,10 +318,16 @@ func (r *Refresher) holdHistory(src *spec.Source) func(context.Context, int, *gi
 	return func(ctx context.Context, idx int, repo *git.Repository) error {
 		defer live.Allow(hold)
 		// The spec's rules alone: the hold itself is not what is looked for.
-		rec := CheckHistory(ctx, repo, path.Join("/", src.Path), policy.New(r.Spec.Policy), RulesKey(r.Spec.Policy))
-		if rec.Exposes() {
-			live.DenyPath(HistoryRule(src, rec), dot)
-			r.Log.Warn("the fetched git history holds what the policy denies: the source's .git is denied to the agent", "source", src.Path, "reason", rec.Reason())
+		rec := HistoryRecord{Rules: RulesKey(r.Spec.Policy)}
+		rh := RepoHistory{Dir: dot}
+		var err error
+		if rh.Denied, err = CheckHistory(ctx, repo, path.Join("/", src.Path), policy.New(r.Spec.Policy)); err != nil {
+			rh.Why = err.Error()
+		}
+		if rh.Denied != "" || rh.Why != "" {
+			rec.Exposed, rec.Unsure = []RepoHistory{rh}, rh.Why != ""
+			rec.Apply(live)
+			r.Log.Warn("the fetched git history holds what the policy denies: it is denied to the agent", "git_dir", dot, "reason", rh.Reason())
 		}
 		return WriteHistory(r.FS.Store(), idx, rec)
 	}

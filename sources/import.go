@@ -73,7 +73,9 @@ func (im *Importer) Run(ctx context.Context) error {
 		case "s3":
 			err = im.importS3(ctx, i, src)
 		case "dir":
-			err = im.importDir(ctx, i, src)
+			if err = im.importDir(ctx, i, src); err == nil {
+				err = im.recordHistory(ctx, i, src, log)
+			}
 		case "content":
 			err = im.importContent(i, src)
 		}
