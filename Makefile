@@ -11,7 +11,7 @@ TAGS      ?= seccomp
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS   := -X github.com/computerfs/computerfs/internal/version.stamped=$(VERSION)
 
-.PHONY: help deps build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits stress run lint fuzz docs clean
+.PHONY: help deps build test test-short bench bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits bench-snapshots stress run lint fuzz docs clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,7 +34,7 @@ lint: deps ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' $(PKGS)
 
-bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits ## benchmark the mount against tmpfs, disk, go-fuse's loopback and the floor (loopback over tmpfs with our mount options); imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
+bench: build bench-sources bench-exec bench-sandbox bench-tools bench-sync bench-policy bench-limits bench-snapshots ## benchmark the mount against tmpfs, disk, go-fuse's loopback and the floor (loopback over tmpfs with our mount options); imports and sync back against git clone and the S3 SDK; exec backends; the sandbox; the agent tools
 	./bench/run.sh
 
 bench-sources: ## benchmark git and S3 imports against git clone and the SDK (ratios)
@@ -54,6 +54,11 @@ bench-tools: ## agent tools over MCP stdio against cat, sed -i, bash -c and grep
 bench-sync: ## benchmark sync back against the S3 SDK and git push-back against the git CLI (ratios; BENCH_SYNC_LARGE=1024 for a 1 GiB file) and close-to-S3 latency
 	$(GO) test -run '^$$' -bench 'SyncSmall|SyncLarge|GitPush' -benchtime 3x -timeout 30m ./syncer/ | tee bench/sync.txt
 	$(GO) test -run '^$$' -bench 'SyncLatency' -benchtime 2x -timeout 10m . | tee -a bench/sync.txt
+
+bench-snapshots: ## snapshot, fork and rollback of 100 MB and 1 GB stores against cp -a; hibernate (first, incremental) and resume (lazy, eager) against plain PutObject of every file, on versitygw
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench 'Snapshot|Rollback' -benchtime 3x -timeout 60m ./kv/ | tee bench/snapshots.txt
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench Image -benchtime 1x -timeout 60m ./hibernate/ | tee -a bench/snapshots.txt
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench Resume -benchtime 1x -timeout 60m . | tee -a bench/snapshots.txt
 
 bench-policy: ## what the agent identity and ten path rules cost the fast path and the mount (variants interleaved in one run; medians and ratios of CPU and wall time; BENCH_POLICY_ROUNDS)
 	$(GO) test -tags '$(TAGS)' -run '^$$' -bench PolicyFastPath -benchtime 1x -timeout 30m ./sandbox/shell/ | tee bench/policy.txt
