@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"tree"}, run: cmdTree, opts: opts("adfL:IP:", "noreport", "dirsfirst"), ignored: []string{"P", "dirsfirst"}})
+	register(&command{names: []string{"tree"}, run: cmdTree, opts: opts("adfL:I:P:", "noreport", "dirsfirst"), ignored: []string{"P", "dirsfirst"}})
 }
 
 func cmdTree(c *cmd) int {
@@ -63,12 +63,9 @@ func cmdTree(c *cmd) int {
 				continue
 			}
 			p := abs + "/" + e.name
-			isDir := e.typ.IsDir()
-			if e.typ&fs.ModeSymlink != 0 {
-				if fi, err := c.r.sh.ns.stat(p); err == nil && fi.IsDir() {
-					isDir = false // tree does not follow links
-				}
-			}
+			// A link to a directory is shown (and counted) as one,
+			// and not followed.
+			isDir := e.typ.IsDir() || e.typ&fs.ModeSymlink != 0 && linkToDir(c, p)
 			if dirsOnly && !isDir {
 				continue
 			}
@@ -76,7 +73,9 @@ func cmdTree(c *cmd) int {
 		}
 		for i, e := range list {
 			last := i == len(list)-1
-			branch, next := "├── ", "│   "
+			// tree 2 writes the rule's continuation with two no-break
+			// spaces (U+00A0), as its UTF-8 output does.
+			branch, next := "├── ", "│\u00a0\u00a0 "
 			if last {
 				branch, next = "└── ", "    "
 			}
@@ -90,22 +89,35 @@ func cmdTree(c *cmd) int {
 				name += " -> " + t
 			}
 			c.out.WriteString(prefix + branch + name + "\n")
-			if e.typ.IsDir() {
+			switch {
+			case e.typ.IsDir():
 				nd++
 				walk(p, shown+"/"+e.name, prefix+next, level+1)
-			} else {
+			case e.typ&fs.ModeSymlink != 0 && linkToDir(c, p):
+				nd++ // counted as a directory, not followed
+			default:
 				nf++
 			}
 		}
 	}
+	status := 0
 	for _, a := range args {
 		fi, err := c.stat(a)
 		if err != nil || !fi.IsDir() {
 			c.out.WriteString(a + "  [error opening dir]\n")
+			if err != nil {
+				status = 2 // a file is counted, and no error
+			} else {
+				nf++
+			}
 			continue
 		}
 		c.out.WriteString(a + "\n")
+		before := nd + nf
 		walk(strings.TrimSuffix(c.abs(a), "/"), strings.TrimSuffix(a, "/"), "", 0)
+		if nd+nf > before {
+			nd++ // tree 2 counts a directory it is given when it lists something in it
+		}
 	}
 	if !noreport {
 		dw, fw := "directories", "files"
@@ -121,5 +133,11 @@ func cmdTree(c *cmd) int {
 			fmt.Fprintf(c.out, "\n%d %s, %d %s\n", nd, dw, nf, fw)
 		}
 	}
-	return 0
+	return status
+}
+
+// linkToDir tells whether the symbolic link p leads to a directory.
+func linkToDir(c *cmd, p string) bool {
+	fi, err := c.r.sh.ns.stat(p)
+	return err == nil && fi.IsDir()
 }
