@@ -480,6 +480,19 @@ func (c *cmd) patchOne(pf *patchFile, target string, f patchFlags) int {
 	}
 	nh := len(pf.hunks)
 	hunks := patchPlural(nh, "hunk", "hunks")
+	if deleting && name == "" && target == "" {
+		gone := oldName
+		if !oldOK {
+			gone = newName
+		}
+		when, ask := "", "Assume -R?"
+		if f.reverse {
+			when, ask = ", when reversed,", "Ignore -R?"
+		}
+		say("The next patch%s would delete the file %s,\nwhich does not exist!  %s [n] \nApply anyway? [n] \nSkipping patch.\n", when, gone, ask)
+		say("%d out of %d %s ignored\n", nh, nh, hunks)
+		return 1
+	}
 	if name == "" || !creating && !c.exists(name) {
 		say("can't find file to patch at input line %d\n", pf.hunkLine)
 		if f.strip < 0 {
@@ -688,7 +701,18 @@ func (c *cmd) patchOne(pf *patchFile, target string, f patchFlags) int {
 		}
 	}
 	if len(rejects) > 0 {
-		rej := []string{"--- " + name + "\n", "+++ " + name + "\n"}
+		// the header names the file, or /dev/null for a side that is none
+		oldSide, newSide := name, name
+		if pf.oldName == "/dev/null" {
+			oldSide = pf.oldName
+		}
+		if pf.newName == "/dev/null" {
+			newSide = pf.newName
+		}
+		if f.reverse {
+			oldSide, newSide = newSide, oldSide
+		}
+		rej := []string{"--- " + oldSide + "\n", "+++ " + newSide + "\n"}
 		for _, h := range rejects {
 			rej = append(rej, h.rejText(f.reverse)...)
 		}

@@ -89,7 +89,7 @@ func TestPatchMatchesGNU(t *testing.T) {
 		"patch -R -p1 < p.diff", "patch -s -p1 < p.diff")
 	add(map[string]string{"f.txt": seqLines(20, map[int]string{6: "", 7: ""})}, "patch -p1 < two.diff", "patch -p1 < p.diff")
 	add(map[string]string{"f.txt": seqLines(4, nil)}, "patch -p1 < del.diff")
-	add(map[string]string{"new.txt": "x\n"}, "patch -p1 < new.diff")
+	add(map[string]string{"new.txt": "x\n"}, "patch -p1 < new.diff", "patch -p1 < del.diff", "patch -p1 -R < new.diff")
 	add(map[string]string{"f.txt": plain, "src/g.txt": "x\nz\n"}, "patch -p1 < git.diff; cat src/g.txt", "patch < git.diff")
 	add(map[string]string{"sub/f.txt": plain}, "patch -d sub -p1 -i ../p.diff; cat sub/f.txt", "patch -d nodir -p1 < p.diff",
 		"patch --directory=sub -p1 < p.diff; ls sub")
@@ -100,6 +100,13 @@ func TestPatchMatchesGNU(t *testing.T) {
 		"printf -- '--- a/f.txt\\n+++ b/f.txt\\n@@ -1,2 +1,3 @@\\n+0\\n 1\\n 2\\n' | patch -p1",
 		"printf -- '--- a/f.txt\\n+++ b/f.txt\\n@@ -9,0 +10,1 @@\\n+nine and a half\\n' | patch -p1",
 		"printf -- '--- f.txt\\n+++ f.txt\\n@@ -7,3 +7,2 @@\\n 7\\n-8\\n 9\\n' | patch")
+	multi := "diff --git a/f.txt b/f.txt\n" + patchTwo + "diff --git a/dir/new.c b/dir/new.c\nnew file mode 100644\nindex 0000000..1111111\n" +
+		"--- /dev/null\n+++ b/dir/new.c\n@@ -0,0 +1,3 @@\n+int main() {\n+\treturn 0;\n+}\n" +
+		"--- a/g.txt\n+++ b/g.txt\n@@ -1,4 +1,4 @@ func g() {\n a\n-b\n+B\n c\n d\n"
+	add(map[string]string{"f.txt": plain, "g.txt": "a\nb\nc\nd\n", "m.diff": multi}, "patch -p1 < m.diff; cat dir/new.c g.txt",
+		"patch -p1 --dry-run < m.diff; ls dir", "patch -p1 -R < m.diff")
+	add(map[string]string{"f.txt": "x\ny\nz\n" + seqLines(20, map[int]string{15: "FIFTEEN"}), "g.txt": "a\nX\nc\nd\n", "m.diff": multi},
+		"patch -p1 < m.diff; cat g.txt", "patch -p1 -s < m.diff")
 	compareGNU(t, cases)
 }
 
