@@ -18,6 +18,7 @@ func TestCmpMatchesGNU(t *testing.T) {
 		"-l a c", "-l a d", "-b a d", "-s a c", "-s a b", "-s a a", "a nofile", "nofile a", "-s a nofile", "-n 3 a b", "-n 4 a b",
 		"-i 4 a b", "-i 1:2 a b", "a b 1 2", "a b 1", "-l -n 100 a d", "-bl a d", "-i 100 a b", "a", "a -", "- -", "- a",
 		"p r", "q r", "r q", "-b bin1 bin2", "-lb bin1 bin2", "-l bin1 bin2", "a b 1 2 3", "", "-n 0 a b", "-l -s a b", "-s -l a b", "--verbose a b", "--print-bytes a b",
+		"-s a b && echo same || echo differ", "-s a a && echo same", "--silent a d; echo $?",
 		"--bytes=4 --ignore-initial=1:2 a b", "-sn4 a b", "-n 2 a d", "-l -n 3 a b", "-l -n 10000 a b",
 		"--quiet a b", "--silent a d", "big1 big2", "-l big1 big2", "-i 5 big1 big2", "mkdir dd; cmp a dd", "a b 2>&1 >/dev/null", "-l -i 3:0 a b"} {
 		cmds = append(cmds, "cmp "+args)

@@ -22,7 +22,7 @@ func TestExprMatchesGNU(t *testing.T) {
 		"'' = ''", "abc '>' abd", "10 '>' 9", "a10 '>' a9", "0 '|' ''", "'' '&' x", "substr hello 3 1",
 		"index hello xyzo", "match hello 'he'", "length ''", "1 - 1", "x '|' 1 / 0", "0 '&' 1 / 0", "+ '('",
 		"length + length", "match", "substr a", "index a", "a : b : c", "ab : '\\(a\\)' : a", "3 + 4 = 7",
-		"\"$(printf 'a%.0s' {1..1000})\" : '.*'", "'-1' '<' '-2'", "-00 + 0", "0 '&' 0 '|' 0"} {
+		"\"$(printf 'a%.0s' {1..1000})\" : '.*'", "'-1' '<' '-2'", "$(expr 3 + 4) '*' 2", "\"$(printf 'v1.2.3')\" : 'v\\([0-9]*\\)'", "-00 + 0", "0 '&' 0 '|' 0"} {
 		cmds = append(cmds, "expr "+args)
 	}
 	compareGNU(t, gnuCases(nil, "", cmds...))

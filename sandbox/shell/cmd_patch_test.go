@@ -107,6 +107,8 @@ func TestPatchMatchesGNU(t *testing.T) {
 		"patch -p1 --dry-run < m.diff; ls dir", "patch -p1 -R < m.diff")
 	add(map[string]string{"f.txt": "x\ny\nz\n" + seqLines(20, map[int]string{15: "FIFTEEN"}), "g.txt": "a\nX\nc\nd\n", "m.diff": multi},
 		"patch -p1 < m.diff; cat g.txt", "patch -p1 -s < m.diff")
+	// the forms agents type: a heredoc, git diff's output piped back
+	add(map[string]string{"f.txt": plain}, "patch -p1 <<'EOF'\n"+patchTwo+"EOF\ntrue", "patch -p1 --dry-run <<'EOF' && echo ok\n"+patchTwo+"EOF\ntrue")
 	compareGNU(t, cases)
 }
 
