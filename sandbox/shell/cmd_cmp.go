@@ -2,6 +2,7 @@ package shell
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -164,6 +165,30 @@ func cmdCmp(c *cmd) int {
 		if off&0xffff == 0 && c.canceled() {
 			return 2
 		}
+		// equal runs in what both have buffered go at once (they print
+		// nothing, -l or not)
+		for {
+			n := int(min(int64(min(in[0].Buffered(), in[1].Buffered())), limit-off))
+			a, _ := in[0].Peek(n)
+			b, _ := in[1].Peek(n)
+			k := cmpPrefix(a, b)
+			if k == 0 {
+				break
+			}
+			if nl := bytes.Count(a[:k], []byte{'\n'}); nl > 0 {
+				line += int64(nl)
+			}
+			lastNL = a[k-1] == '\n'
+			in[0].Discard(k)
+			in[1].Discard(k)
+			off += int64(k)
+			if c.canceled() {
+				return 2
+			}
+		}
+		if off >= limit {
+			break
+		}
 		a, errA := in[0].ReadByte()
 		b, errB := in[1].ReadByte()
 		for i, err := range []error{errA, errB} {
@@ -238,4 +263,17 @@ func cmpChar(b byte) string {
 		}
 	}
 	return string(append(s, b))
+}
+
+// cmpPrefix is how many leading bytes a and b share.
+func cmpPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	k := 0
+	for k+512 <= n && bytes.Equal(a[k:k+512], b[k:k+512]) {
+		k += 512
+	}
+	for k < n && a[k] == b[k] {
+		k++
+	}
+	return k
 }
