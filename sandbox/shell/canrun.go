@@ -186,6 +186,8 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 			return why
 		}
 		return checkCommand(words[1+n:], lits[1+n:], funcs, rt)
+	case name == "timeout":
+		return timeoutCanRun(words, lits, rt)
 	case name == "xargs":
 		n, why := xargsOpts(words[1:])
 		if why != "" {
