@@ -19,7 +19,7 @@ func init() {
 // next ("-c8", "-c 8", "-cols 8").
 type xxdArgs struct {
 	cols, group, length, seek int64
-	colsSet, groupSet        bool
+	colsSet, groupSet         bool
 	seekSet, relSeek, negSeek bool
 	mode                      byte // 0 (the hex dump), 'p' or 'i'
 	revert, upper             bool
