@@ -33,6 +33,6 @@ func TestColumnMatchesUtilLinux(t *testing.T) {
 
 func init() {
 	runaways["column"] = []string{`column -t /dev/zero`, `yes | column -t > /dev/null`, `yes 'a b c' | column -t -s ' ' > /dev/null`}
-	// one line of 300 MB, and 30 million rows
-	memBombs = append(memBombs, `head -c 300000000 /dev/zero | tr '\0' a | column -t`, `yes 'a b c' | head -n 30000000 | column -t`)
+	// a line without end, and 30 million rows
+	memBombs = append(memBombs, `column -t /dev/zero`, `yes 'a b c' | head -n 30000000 | column -t`)
 }
