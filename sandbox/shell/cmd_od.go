@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -178,8 +179,34 @@ var odNames = [...]string{"nul", "soh", "stx", "etx", "eot", "enq", "ack", "bel"
 	"cr", "so", "si", "dle", "dc1", "dc2", "dc3", "dc4", "nak", "syn", "etb", "can", "em", "sub", "esc",
 	"fs", "gs", "rs", "us", "sp"}
 
-// field is one field of a block as od prints it, without padding.
-func (sp *odSpec) field(b []byte) string {
+// odChars are the fields of -t c, and odNamed those of -t a.
+var odChars, odNamed [256]string
+
+func init() {
+	for i := range odChars {
+		c := byte(i)
+		switch j := strings.IndexByte("\x00\a\b\f\n\r\t\v", c); {
+		case j >= 0:
+			odChars[i] = []string{`\0`, `\a`, `\b`, `\f`, `\n`, `\r`, `\t`, `\v`}[j]
+		case c >= 0x20 && c < 0x7f:
+			odChars[i] = string(rune(c))
+		default:
+			odChars[i] = fmt.Sprintf("%03o", c)
+		}
+		switch a := c & 0x7f; {
+		case int(a) < len(odNames):
+			odNamed[i] = odNames[a]
+		case a == 0x7f:
+			odNamed[i] = "del"
+		default:
+			odNamed[i] = string(rune(a))
+		}
+	}
+}
+
+// field appends one field of a block as od prints it, right-aligned in
+// w columns; scratch is room to format it in.
+func (sp *odSpec) field(out, scratch []byte, w int, b []byte) ([]byte, []byte) {
 	var v uint64
 	switch sp.size {
 	case 1:
@@ -191,34 +218,32 @@ func (sp *odSpec) field(b []byte) string {
 	case 8:
 		v = binary.LittleEndian.Uint64(b)
 	}
+	f := scratch[:0]
 	switch sp.kind {
 	case 'a':
-		c := b[0] & 0x7f
-		switch {
-		case int(c) < len(odNames):
-			return odNames[c]
-		case c == 0x7f:
-			return "del"
-		}
-		return string(rune(c))
+		f = append(f, odNamed[b[0]]...)
 	case 'c':
-		c := b[0]
-		if i := strings.IndexByte("\x00\a\b\f\n\r\t\v", c); i >= 0 {
-			return []string{`\0`, `\a`, `\b`, `\f`, `\n`, `\r`, `\t`, `\v`}[i]
+		f = append(f, odChars[b[0]]...)
+	case 'o', 'x':
+		base := 8
+		if sp.kind == 'x' {
+			base = 16
 		}
-		if c >= 0x20 && c < 0x7f {
-			return string(rune(c))
+		digits := strconv.AppendUint(scratch[32:32], v, base)
+		for k := len(digits); k < sp.width-1; k++ {
+			f = append(f, '0')
 		}
-		return fmt.Sprintf("%03o", c)
-	case 'o':
-		return fmt.Sprintf("%0*o", sp.width-1, v)
-	case 'x':
-		return fmt.Sprintf("%0*x", sp.width-1, v)
+		f = append(f, digits...)
 	case 'u':
-		return strconv.FormatUint(v, 10)
+		f = strconv.AppendUint(f, v, 10)
+	default:
+		shift := 64 - 8*sp.size
+		f = strconv.AppendInt(f, int64(v<<shift)>>shift, 10)
 	}
-	shift := 64 - 8*sp.size
-	return strconv.FormatInt(int64(v<<shift)>>shift, 10)
+	for k := len(f); k < w; k++ {
+		out = append(out, ' ')
+	}
+	return append(out, f...), scratch
 }
 
 type odCmd struct {
@@ -226,6 +251,7 @@ type odCmd struct {
 	specs    []odSpec
 	radix    byte
 	bpb      int // bytes per line
+	scratch  []byte
 	files    []string
 	cur      io.Reader
 	closer   io.Closer
@@ -240,7 +266,7 @@ func cmdOd(c *cmd) int {
 	if !ok {
 		return 1
 	}
-	o := &odCmd{c: c, radix: 'o', files: files}
+	o := &odCmd{c: c, radix: 'o', files: files, scratch: make([]byte, 64)}
 	if len(o.files) == 0 {
 		o.files = []string{"-"}
 	}
@@ -326,7 +352,7 @@ func (o *odCmd) next() bool {
 		f := o.files[0]
 		o.files = o.files[1:]
 		if f == "-" {
-			o.cur = o.c.stdin
+			o.cur = bufio.NewReaderSize(o.c.stdin, 64<<10)
 			return true
 		}
 		file, err := o.c.open(f)
@@ -339,7 +365,7 @@ func (o *odCmd) next() bool {
 		if fi, err := o.c.stat(f); err == nil && fi.IsDir() {
 			o.readErr = syscall.EISDIR
 		}
-		o.cur = odFile{file, f, o}
+		o.cur = odFile{bufio.NewReaderSize(file, 64<<10), f, o}
 		return true
 	}
 	o.cur = nil
@@ -484,7 +510,7 @@ func (o *odCmd) line(b []byte, sp *odSpec, first bool, addr int64, block []byte,
 	if first {
 		b = append(b, o.address(addr)...)
 	} else if o.radix != 'n' {
-		b = append(b, strings.Repeat(" ", len(o.address(0)))...)
+		b = append(b, "       "[:len(o.address(0))]...)
 	}
 	fields := o.bpb / sp.size
 	used := (n + sp.size - 1) / sp.size
@@ -493,11 +519,7 @@ func (o *odCmd) line(b []byte, sp *odSpec, first bool, addr int64, block []byte,
 	for i := fields; i > blank; i-- {
 		next := sp.pad * (i - 1) / fields
 		w := rest - next + sp.width
-		f := sp.field(block[(fields-i)*sp.size:])
-		for k := len(f); k < w; k++ {
-			b = append(b, ' ')
-		}
-		b = append(b, f...)
+		b, o.scratch = sp.field(b, o.scratch, w, block[(fields-i)*sp.size:])
 		rest = next
 	}
 	if sp.z {
