@@ -2,6 +2,8 @@ package shell
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,8 +11,7 @@ import (
 )
 
 func init() {
-	// -r is built in with -p only (xxd -r -p): the table lists it as not.
-	register(&command{names: []string{"xxd"}, run: cmdXxd, opts: opts("c:g:l:s:ipu"), ownArgs: true, check: xxdCheck})
+	register(&command{names: []string{"xxd"}, run: cmdXxd, opts: opts("c:g:l:s:ipru"), ownArgs: true, check: xxdCheck})
 }
 
 // xxdArgs is a command line of xxd as vim's xxd reads it: each option
@@ -98,8 +99,10 @@ func parseXxd(args []string) *xxdArgs {
 	switch {
 	case len(x.files) > 1:
 		x.why = "xxd with an output file is not built in"
-	case x.revert && x.mode != 'p':
-		x.why = "xxd -r of a hex dump (not -p) is not built in"
+	case x.revert && x.mode == 'i':
+		x.why = "xxd -r -i is not built in"
+	case x.revert && x.seekSet:
+		x.why = "xxd -r -s is not built in"
 	case x.seekSet && (len(x.files) == 0 || x.files[0] == "-"):
 		x.why = "xxd -s on standard input is not built in"
 	}
@@ -219,8 +222,18 @@ func cmdXxd(c *cmd) int {
 	}
 	var err error
 	switch {
-	case x.revert:
+	case x.revert && x.mode == 'p':
 		err = xxdRevertPlain(c, br)
+	case x.revert:
+		cols := x.cols
+		if !x.colsSet || cols == 0 {
+			cols = 16
+		}
+		if err = xxdRevert(c, br, int(cols)); err == errSeekBack {
+			c.out.Flush()
+			fmt.Fprintln(c.stderr, "xxd: Sorry, cannot seek backwards.")
+			return 5
+		}
 	case x.mode == 'p':
 		err = xxdPlain(c, br, hex, x.cols, oneLine)
 	case x.mode == 'i':
@@ -406,3 +419,92 @@ func xxdRevertPlain(c *cmd, br *bufio.Reader) error {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// errSeekBack: a hex dump went back to an offset already written.
+var errSeekBack = errors.New("cannot seek backwards")
+
+// xxdRevert is -r: a hex dump back to bytes. Each line is an address up
+// to the first character that is not a hex digit, then pairs of digits
+// (blanks between them); three characters in a row that are not digits,
+// or cols bytes, end what is read of the line (so the text column is not
+// read). A line's address ahead of what was written is reached with
+// zeros; one behind it cannot be: stdout is a stream here (xxd seeks back
+// in an output file; the fast path stops, as xxd does on a pipe).
+func xxdRevert(c *cmd, br *bufio.Reader, cols int) error {
+	n1, n2, n3 := -1, 0, 0
+	p, ignore := cols, true
+	var want, have int64
+	skipLine := func() (byte, error) {
+		for {
+			ch, err := br.ReadByte()
+			if err != nil || ch == '\n' {
+				return '\n', err
+			}
+		}
+	}
+	for {
+		ch, err := br.ReadByte()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ch == '\r' {
+			continue
+		}
+		n3, n2 = n2, n1
+		n1 = -1
+		if isHex(ch) {
+			n1 = hexVal(ch)
+		}
+		if n1 < 0 && ignore {
+			continue
+		}
+		ignore = false
+		if p >= cols { // the address
+			if n1 < 0 {
+				p = 0
+				continue
+			}
+			want = want<<4 | int64(n1)
+			continue
+		}
+		if want != have {
+			if want < have {
+				return errSeekBack
+			}
+			for ; have < want; have++ {
+				if err := c.out.WriteByte(0); err != nil {
+					return err
+				}
+				if have%(64<<10) == 0 && c.canceled() {
+					return context.Cause(c.ctx)
+				}
+			}
+		}
+		end := error(nil)
+		switch {
+		case n2 >= 0 && n1 >= 0:
+			if err := c.out.WriteByte(byte(n2<<4 | n1)); err != nil {
+				return err
+			}
+			have++
+			want++
+			n1 = -1
+			if p++; p >= cols {
+				ch, end = skipLine()
+			}
+		case n1 < 0 && n2 < 0 && n3 < 0:
+			ch, end = skipLine()
+		}
+		if end == io.EOF {
+			return nil
+		} else if end != nil {
+			return end
+		}
+		if ch == '\n' {
+			want, p, ignore = 0, cols, true
+		}
+	}
+}

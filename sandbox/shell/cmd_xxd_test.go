@@ -25,10 +25,18 @@ func TestXxdMatchesVim(t *testing.T) {
 		"printf 'abc' | xxd", "printf 'abc' | xxd -", "printf 'abc' | xxd -i", "cat all.bin | xxd -p", "xxd - < odd.bin",
 		"xxd -r -p hex.txt | od -c", "xxd -r -p odd.hex | od -c", "xxd -p all.bin | xxd -r -p | od -c", "xxd -p -c 0 all.bin", "xxd -p -c 0 -l 3 odd.bin", "xxd -p -c -5 odd.bin", "xxd -i -c 0 odd.bin",
 		"echo 4142 | xxd -r -p", "printf '41 4 2' | xxd -r -p | od -c", "xxd -r -p empty", "xxd -r -p < dump.hex | od -c",
-		"xxd -p -r hex.txt | od -c", "xxd -ps -r hex.txt | xxd")
+		"xxd -p -r hex.txt | od -c", "xxd -ps -r hex.txt | xxd",
+		"xxd all.bin | xxd -r | od -c", "xxd text.txt | xxd -r", "xxd -c 8 all.bin | xxd -r | xxd", "xxd -c 8 all.bin | xxd -r -c 8 | xxd",
+		"xxd -c 32 all.bin | xxd -r -c 32 | xxd -p", "xxd -g 1 all.bin | xxd -r | xxd -p", "xxd -u zeros.bin | xxd -r | od -c",
+		"xxd -r dump.hex", "xxd -r odd.hex | od -c", "xxd -r empty", "xxd -r nosuch",
+		"printf '00000010: 4142\\n00000000: 6162\\n' | xxd -r | od -c", "printf '00000004: 4142\\n' | xxd -r | od -c",
+		"printf '0: 41 42 zz 43\\n' | xxd -r | od -c", "printf '10: 41\\r\\n20: 4243 44\\n' | xxd -r | od -c",
+		"printf 'zz\\n  \\n0:41 4243\\n8: 4 1\\n' | xxd -r | od -c", "printf '0: 414\\n' | xxd -r | od -c",
+		"printf '00000000: 4142 4344  ABCD\\n00000004: 45\\n' | xxd -r | od -c", "xxd -r < dump.hex", "xxd -r - < dump.hex")
 	diffTools(t, []string{"xxd", "od"}, files, cmds)
 }
 
 func init() {
-	runaways["xxd"] = []string{`xxd /dev/zero > /dev/null`, `xxd -p sparse > /dev/null`, `yes | xxd -i > /dev/null`, `xxd -s 1099511627000 sparse`}
+	runaways["xxd"] = []string{`xxd /dev/zero > /dev/null`, `xxd -p sparse > /dev/null`, `yes | xxd -i > /dev/null`, `xxd -s 1099511627000 sparse`,
+		`echo 'ffffffffff: 41' | xxd -r > /dev/null`} // a TB of zeros before the byte
 }
