@@ -404,6 +404,16 @@ func (g *GitTarget) push(ctx context.Context, co *safegit.Checkout, res *RepoRes
 	if remote == local {
 		return nil // up to date: nothing new, or a push before a crash
 	}
+	if remote.IsZero() {
+		for _, r := range refs {
+			if r.Hash() == local {
+				// A commit the remote has already (the branch the
+				// checkout came from, before any commit of the
+				// workspace's): nothing of the workspace's to push.
+				return nil
+			}
+		}
+	}
 	if !remote.IsZero() && !descends(repo, local, remote) {
 		res.Conflict = fmt.Sprintf("the remote branch %s moved to %s, which %s does not descend from (not a fast-forward); the commit stays local",
 			branch, shortHash(remote), shortHash(local))
