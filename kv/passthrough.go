@@ -101,6 +101,8 @@ func (p *pins) get(ino uint64) *pin {
 // opened the usual way). Each PinBlob needs an UnpinBlob with the same
 // write.
 func (s *Store) PinBlob(ino uint64, write bool) (f *os.File, ok bool, err error) {
+	s.enter()
+	defer s.leave()
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err := s.storedAttr(ino)
@@ -194,7 +196,11 @@ func extendBlob(f *os.File, size uint64) error {
 
 // UnpinBlob ends one PinBlob: it commits what the kernel changed, and with
 // the last writer clears FlagWriting.
-func (s *Store) UnpinBlob(ino uint64, write bool) error { return s.unpinBlob(nil, ino, write) }
+func (s *Store) UnpinBlob(ino uint64, write bool) error {
+	s.enter()
+	defer s.leave()
+	return s.unpinBlob(nil, ino, write)
+}
 
 func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 	unlock := s.lockInodes(ino)
@@ -227,7 +233,11 @@ func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 
 // SyncPinned commits what the kernel changed in ino's pinned blob (fsync,
 // close) and marks the blob for the next sync.
-func (s *Store) SyncPinned(ino uint64) error { return s.syncPinned(nil, ino) }
+func (s *Store) SyncPinned(ino uint64) error {
+	s.enter()
+	defer s.leave()
+	return s.syncPinned(nil, ino)
+}
 
 func (s *Store) syncPinned(actor *Actor, ino uint64) error {
 	unlock := s.lockInodes(ino)
@@ -470,6 +480,8 @@ func (s *Store) setPinnedContent(actor *Actor, a Attr, data []byte) (Attr, error
 // an empty local file or the store keeps no blobs. A blob left smaller
 // than the threshold returns to chunks at its last unpin.
 func (s *Store) MakeBlob(ino uint64) (bool, error) {
+	s.enter()
+	defer s.leave()
 	if s.blobThreshold == math.MaxUint64 {
 		return false, nil
 	}

@@ -235,3 +235,124 @@ func finishRollback(dir string) error {
 	}
 	return os.RemoveAll(filepath.Join(dir, rollbackOld))
 }
+
+// ErrRollbackFailed wraps the error of a rollback of an open store that
+// failed after its commit point and could not open the new database: the
+// store keeps every caller waiting, and the next Open (a restart of the
+// daemon) finishes the rollback.
+var ErrRollbackFailed = errors.New("the store could not be opened again after its rollback; restart it (the next open finishes the rollback)")
+
+// Rollback puts the open store back to its snapshot name while it is in
+// use, as the function Rollback does for a closed one (the same split of
+// what becomes the snapshot's and what stays the store's, the same
+// JRollback record, the same crash-safe swap). The snapshot's fork is
+// made and opened first (its log replayed) while the store goes on; then
+// every call is held off at the gate (gate.go), reads included, the
+// store's history is copied into the fork, the fork is committed, the
+// live database and blob files are closed, db/ and blobs/ swapped, the
+// new database opened in their place, every in-memory cache of the old
+// one (attributes, tails, paths, pins, orphans) dropped, and Generation
+// incremented before calls go on.
+//
+// What callers hold from before is theirs to drop: file handles (the FUSE
+// server fails them with EIO), the kernel's caches, and blob files open
+// for passthrough, whose files were moved aside with the old blobs/ and
+// removed, so a writer of one writes to a file nothing reads again.
+func (s *Store) Rollback(name string) (RollbackInfo, error) {
+	snap, err := SnapshotDir(s.dir, name)
+	if err != nil {
+		return RollbackInfo{}, err
+	}
+	s.rollMu.Lock()
+	defer s.rollMu.Unlock()
+	if s.closed.Load() {
+		return RollbackInfo{}, errors.New("store is closed")
+	}
+	if err := s.space.check(0); err != nil {
+		return RollbackInfo{}, err
+	}
+	tmp := filepath.Join(s.dir, snapshotsDir, rollbackTmp)
+	fail := func(err error) (RollbackInfo, error) {
+		os.RemoveAll(tmp)
+		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
+	}
+	if err := os.RemoveAll(tmp); err != nil {
+		return fail(err)
+	}
+	if err := linkTree(snap, tmp); err != nil {
+		return fail(err)
+	}
+	ns, err := Open(tmp, Options{Logger: s.log, MinFree: -1, Ballast: -1, NoJournal: true})
+	if err != nil {
+		return fail(err)
+	}
+	s.closeGate()
+	keepClosed := false
+	defer func() {
+		if !keepClosed {
+			s.openGate()
+		}
+	}()
+	start := time.Now()
+	if s.closed.Load() {
+		ns.Close()
+		return fail(errors.New("store is closed"))
+	}
+	info, err := ns.takeHistory(s, name)
+	if cerr := ns.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(s.dir, rollbackNew))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fail(err) // the next open finishes it, or this is tried again
+	}
+	// The commit point is passed: from here the store is the snapshot's,
+	// now or at the next open.
+	if err := s.swapOpen(); err != nil {
+		s.log.Error("store: rollback: the new database cannot be opened; calls wait", "err", err)
+		keepClosed = true
+		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w: %w", name, ErrRollbackFailed, err)
+	}
+	s.gate.gen.Add(1)
+	s.log.Info("store: rolled back", "snapshot", name, "seq", info.Seq, "held", time.Since(start))
+	return info, nil
+}
+
+// swapOpen closes the live database and blob files, swaps the committed
+// rollback's in (swapRollback) and opens them as the store. Every call is
+// out of the gate.
+func (s *Store) swapOpen() error {
+	// Pins go without a record: their blobs are the old state's.
+	s.pins.seq.Add(1)
+	s.pins.mu.Lock()
+	for ino, p := range s.pins.m {
+		delete(s.pins.m, ino)
+		p.release()
+	}
+	s.pins.n.Store(0)
+	s.pins.mu.Unlock()
+	s.pins.seq.Add(1)
+	s.releaseCache()
+	s.blobs.closeAll()
+	if err := s.db.Close(); err != nil {
+		s.log.Warn("store: rollback: closing the old database", "err", err)
+	}
+	if err := swapRollback(s.dir); err != nil {
+		return err
+	}
+	s.attrs = newAttrCache(attrCacheSize) // tails with it
+	s.orphans = make(map[uint64]struct{})
+	s.dirMoves.Add(2) // paths cached by the layers above are stale (even: no move under way)
+	s.cacheKeeper.mu.Lock()
+	s.cacheKeeper.closed, s.cacheKeeper.release = false, nil
+	s.cacheKeeper.mu.Unlock()
+	s.blobs.mu.Lock()
+	s.blobs.dirty = make(map[uint64]struct{})
+	s.blobs.mu.Unlock()
+	return s.openDB(s.opts, false)
+}
