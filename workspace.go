@@ -97,8 +97,11 @@ type Workspace struct {
 	spec       *spec.Spec   // nil for a store not imported from a spec
 	httpClient *http.Client
 	srv        *fuse.Server
+	mount      *fs.FS // what srv serves (Rollback)
 	control    *http.Server
 	refreshMu  sync.Mutex // one refresh at a time
+	// callMu: fast-path execs and tool calls (read), a rollback (write)
+	callMu sync.RWMutex
 	stopTrim   chan struct{}
 	log        *slog.Logger
 	closeOnce  sync.Once
@@ -172,7 +175,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		return nil, err
 	}
 	w := &Workspace{Store: store, Mountpoint: mp, FS: newFS(store, agent), agent: agent, agentsDir: opts.AgentsDir, spec: sp, httpClient: opts.HTTPClient, log: opts.Logger}
-	srv, err := fs.Mount(store, mp, fs.MountOptions{
+	mfs, srv, err := fs.MountFS(store, mp, fs.MountOptions{
 		Config: fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates,
 			PrivateRoot: !opts.SharedRoot, Agent: agentRules(sp, agent)},
 		Private: opts.Private,
@@ -182,7 +185,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
-	w.srv = srv
+	w.srv, w.mount = srv, mfs
 	w.FS.SetNotifier(fs.NewNotifier(srv))
 	w.setBackends(opts)
 	w.execCtx, w.stopExec = context.WithCancel(context.Background())

@@ -136,6 +136,10 @@ func (s *Store) Readlink(ino uint64) (string, error) {
 func (s *Store) ReadDir(dir uint64, after string, fn func(Dirent) bool) error {
 	s.enter()
 	defer s.leave()
+	return s.readDir(dir, after, fn)
+}
+
+func (s *Store) readDir(dir uint64, after string, fn func(Dirent) bool) error {
 	prefix := kindPrefix(dir, kindDirent)
 	lower := prefix
 	if after != "" {

@@ -259,6 +259,39 @@ var ErrRollbackFailed = errors.New("the store could not be opened again after it
 // for passthrough, whose files were moved aside with the old blobs/ and
 // removed, so a writer of one writes to a file nothing reads again.
 func (s *Store) Rollback(name string) (RollbackInfo, error) {
+	return s.RollbackWith(name, RollbackHooks{})
+}
+
+// RollbackHooks let the layer above a store (the FUSE server) take part
+// in a rollback of the open store.
+type RollbackHooks struct {
+	// Ready is called once the snapshot's fork is made and opened, before
+	// calls are held off: the layer above holds off its own state's
+	// changes that call the store (opens, releases) from here until
+	// RollbackWith returns. Calls that passed it before must be able to
+	// finish.
+	Ready func()
+	// Held is called while every call is held off, after the commit
+	// point and before the swap, with the old state to read (Listing; the
+	// store's methods would wait).
+	Held func(old Listing)
+}
+
+// Listing reads the store's state while a rollback holds every call off.
+type Listing interface {
+	// Entries calls fn for each entry of directory dir, in name order,
+	// until fn returns false (nothing for an inode that is not one).
+	Entries(dir uint64, fn func(Dirent) bool) error
+}
+
+type heldListing struct{ s *Store }
+
+func (l heldListing) Entries(dir uint64, fn func(Dirent) bool) error {
+	return l.s.readDir(dir, "", fn)
+}
+
+// RollbackWith is Rollback with the layer above's hooks.
+func (s *Store) RollbackWith(name string, hooks RollbackHooks) (RollbackInfo, error) {
 	snap, err := SnapshotDir(s.dir, name)
 	if err != nil {
 		return RollbackInfo{}, err
@@ -285,6 +318,9 @@ func (s *Store) Rollback(name string) (RollbackInfo, error) {
 	ns, err := Open(tmp, Options{Logger: s.log, MinFree: -1, Ballast: -1, NoJournal: true})
 	if err != nil {
 		return fail(err)
+	}
+	if hooks.Ready != nil {
+		hooks.Ready()
 	}
 	s.closeGate()
 	keepClosed := false
@@ -313,6 +349,9 @@ func (s *Store) Rollback(name string) (RollbackInfo, error) {
 	}
 	// The commit point is passed: from here the store is the snapshot's,
 	// now or at the next open.
+	if hooks.Held != nil {
+		hooks.Held(heldListing{s})
+	}
 	if err := s.swapOpen(); err != nil {
 		s.log.Error("store: rollback: the new database cannot be opened; calls wait", "err", err)
 		keepClosed = true
