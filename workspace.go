@@ -101,11 +101,11 @@ type Workspace struct {
 	control    *http.Server
 	refreshMu  sync.Mutex // one refresh at a time
 	// callMu: fast-path execs and tool calls (read), a rollback (write)
-	callMu sync.RWMutex
-	stopTrim   chan struct{}
-	log        *slog.Logger
-	closeOnce  sync.Once
-	closeErr   error
+	callMu    sync.RWMutex
+	stopTrim  chan struct{}
+	log       *slog.Logger
+	closeOnce sync.Once
+	closeErr  error
 
 	shell        *shell.Backend
 	sandbox      backend.Backend // nil: noSandbox says why
