@@ -1,0 +1,238 @@
+package computerfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/testmount"
+)
+
+// treeFiles reads the tree under dir through the mount: each path's
+// content, "dir" for a directory, with its size from stat.
+func treeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			out[rel] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Size() != int64(len(b)) {
+			t.Errorf("%s: stat says %d bytes, read %d", rel, fi.Size(), len(b))
+		}
+		out[rel] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameTree(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	for p, w := range want {
+		if g, ok := got[p]; !ok {
+			t.Errorf("%s: %s is missing", what, p)
+		} else if g != w {
+			t.Errorf("%s: %s holds %d bytes %.20q, want %d bytes %.20q", what, p, len(g), g, len(w), w)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s: %s should not be there", what, p)
+		}
+	}
+}
+
+// TestRollbackMounted rolls a mounted workspace back (computerfs rollback
+// -w) with files open for reading and writing, one written through
+// passthrough, one mapped and one locked, and names and attributes the
+// kernel has cached: every handle from before fails with EIO or shows
+// the old state, never the snapshot's or a mix; new opens, listings and
+// stats through the mount show the snapshot; a passthrough writer from
+// before writes a file nothing reads again; the journal shows the
+// rollback.
+func TestRollbackMounted(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store)
+	bin := testmount.Binary(t)
+	cli := workspaceCLI(t, bin, m)
+	p := func(name string) string { return filepath.Join(m.Dir, name) }
+	put := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(p(name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bigSnap := strings.Repeat("snapshot-", 300_000) // 2.7 MB: a blob, opened for passthrough
+	put("big", bigSnap)
+	put("small", "small as in the snapshot")
+	put("rw", "rw as in the snapshot")
+	put("mapped", strings.Repeat("m", 8192))
+	put("locked", "locked as in the snapshot")
+	put("ghost", "a file removed after the snapshot")
+	if err := os.Mkdir(p("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	put("d/keep", "kept in d")
+	put("d/moved", "moved away after the snapshot")
+	snap := treeFiles(t, m.Dir)
+	cli(false, "snapshot", "s1")
+
+	// Changes after the snapshot, each cached by the kernel.
+	put("small", "small changed after the snapshot")
+	put("new", "made after the snapshot")
+	put("d/added", "added after")
+	if err := os.Rename(p("d/moved"), p("moved-here")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p("ghost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p("newdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	put("newdir/x", "x")
+	if _, err := os.Stat(p("ghost")); !errors.Is(err, os.ErrNotExist) { // a negative entry, cached
+		t.Fatalf("stat ghost: %v", err)
+	}
+	before := treeFiles(t, m.Dir)
+
+	open := func(name string, flag int) *os.File {
+		t.Helper()
+		f, err := os.OpenFile(p(name), flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	rd := open("small", os.O_RDONLY)
+	buf := make([]byte, 100)
+	if n, err := rd.ReadAt(buf, 0); string(buf[:n]) != before["small"] {
+		t.Fatalf("small before: %q, %v", buf[:n], err)
+	}
+	rw := open("rw", os.O_RDWR)
+	time.Sleep(50 * time.Millisecond) // the RELEASE of big's writer (put), for passthrough
+	ptw := open("big", os.O_RDWR)
+	mf := open("mapped", os.O_RDONLY)
+	mem, err := syscall.Mmap(int(mf.Fd()), 0, 8192, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	if mem[0] != 'm' {
+		t.Fatal("the mapping does not show the file")
+	}
+	lf := open("locked", os.O_RDWR)
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+
+	out := cli(false, "rollback", "s1")
+	if !strings.Contains(out, "rolled back to snapshot s1") {
+		t.Fatalf("rollback: %s", out)
+	}
+
+	// Handles from before: EIO or the old state.
+	oldOrEIO := func(what string, got string, err error, old string) {
+		t.Helper()
+		switch {
+		case errors.Is(err, syscall.EIO):
+		case err == nil && got == old:
+		default:
+			t.Errorf("%s after the rollback: %q, %v; want EIO or the old %q", what, got, err, old)
+		}
+	}
+	readOld := func(f *os.File) (string, error) {
+		n, err := f.ReadAt(buf, 0)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return string(buf[:n]), err
+	}
+	got, err := readOld(rd)
+	oldOrEIO("a read of a file open from before", got, err, before["small"])
+	if _, err := rw.WriteAt([]byte("WRITTEN"), 0); !errors.Is(err, syscall.EIO) {
+		t.Errorf("a write through a handle from before: %v, want EIO", err)
+	}
+	if err := rw.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("fsync of a handle from before: %v, want EIO", err)
+	}
+	got, err = readOld(lf)
+	oldOrEIO("a read through a locked handle from before", got, err, before["locked"])
+	func() {
+		old := debug.SetPanicOnFault(true)
+		defer debug.SetPanicOnFault(old)
+		defer func() {
+			if r := recover(); r != nil {
+				t.Logf("the mapping faults after the rollback (%v)", r)
+			}
+		}()
+		if c := mem[4096]; c != 'm' {
+			t.Errorf("the mapping shows %q after the rollback, neither the old state nor a fault", c)
+		}
+	}()
+	// A passthrough writer writes its old file; the file is not opened
+	// again while it stays open.
+	if _, err := ptw.WriteAt([]byte("WRITTEN-BY-AN-OLD-HANDLE"), 0); err != nil {
+		t.Logf("a passthrough write from before: %v", err)
+	}
+	if _, err := os.ReadFile(p("big")); err == nil {
+		t.Log("big opened while a passthrough handle from before is open (kernel without passthrough?)")
+	} else if !errors.Is(err, syscall.EIO) {
+		t.Errorf("an open of big while an old passthrough handle is open: %v, want EIO", err)
+	}
+	ptw.Close()
+	lf.Close()
+	rd.Close()
+	rw.Close()
+	time.Sleep(100 * time.Millisecond) // their RELEASEs
+
+	// New opens, listings and stats: the snapshot.
+	sameTree(t, "after the rollback", treeFiles(t, m.Dir), snap)
+	for _, gone := range []string{"new", "moved-here", "newdir", "d/added"} {
+		if _, err := os.Lstat(p(gone)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stat %s after the rollback: %v, want ENOENT", gone, err)
+		}
+	}
+	nf := open("locked", os.O_RDWR)
+	if err := syscall.Flock(int(nf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Errorf("flock of a new open after the old locked handle closed: %v", err)
+	}
+	if out := cli(false, "log"); !strings.Contains(out, "rollback /...") || !strings.Contains(out, "s1") {
+		t.Errorf("log does not show the rollback:\n%s", out)
+	}
+	// Work goes on, and a second rollback works too.
+	put("after", "after the rollback")
+	if got, err := os.ReadFile(p("after")); err != nil || string(got) != "after the rollback" {
+		t.Fatalf("a file made after the rollback: %q, %v", got, err)
+	}
+	cli(false, "rollback", "s1")
+	sameTree(t, "after a second rollback", treeFiles(t, m.Dir), snap)
+	if bytes.Contains([]byte(m.Log()), []byte("panic")) {
+		t.Errorf("the daemon panicked:\n%s", m.Log())
+	}
+}
