@@ -2,13 +2,18 @@ package computerfs
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -234,5 +239,121 @@ func TestRollbackMounted(t *testing.T) {
 	sameTree(t, "after a second rollback", treeFiles(t, m.Dir), snap)
 	if bytes.Contains([]byte(m.Log()), []byte("panic")) {
 		t.Errorf("the daemon panicked:\n%s", m.Log())
+	}
+}
+
+// TestRollbackMountedUnderLoad rolls a mounted workspace back while
+// writers work through the mount and through the shell fast path (run
+// under -race: the daemon is built with it): the daemon goes on, and each
+// writer's file ends as the snapshot had it or as a write that had not
+// returned before the rollback began left it, and as its last write when
+// that began after the rollback returned.
+func TestRollbackMountedUnderLoad(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store)
+	cli := workspaceCLI(t, testmount.Binary(t), m)
+	c, err := Dial(m.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mountWriters, shellWriters = 3, 2
+	name := func(kind string, i int) string { return fmt.Sprintf("%s%d", kind, i) }
+	for i := range mountWriters {
+		if err := os.WriteFile(filepath.Join(m.Dir, name("m", i)), []byte("0"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range shellWriters {
+		if err := os.WriteFile(filepath.Join(m.Dir, name("s", i)), []byte("0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "big"), bytes.Repeat([]byte("b"), 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli(false, "snapshot", "s1")
+
+	type wrote struct {
+		v                         int
+		endedBefore, startedAfter bool
+		err                       error
+	}
+	var started, done atomic.Bool
+	logs := map[string]*[]wrote{}
+	var wg sync.WaitGroup
+	writer := func(file string, write func(v int) error) {
+		log := &[]wrote{}
+		logs[file] = log
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v, after := 1, 0; after < 5; v++ {
+				sa := done.Load()
+				err := write(v)
+				*log = append(*log, wrote{v, !started.Load(), sa, err})
+				if sa {
+					after++
+				}
+			}
+		}()
+	}
+	for i := range mountWriters {
+		p := filepath.Join(m.Dir, name("m", i))
+		writer(name("m", i), func(v int) error { return os.WriteFile(p, []byte(strconv.Itoa(v)), 0o644) })
+	}
+	for i := range shellWriters {
+		f := name("s", i)
+		writer(f, func(v int) error {
+			res, err := c.Exec(context.Background(), ExecRequest{Command: fmt.Sprintf("echo %d > /workspace/%s", v, f), Backend: "shell"}, io.Discard, io.Discard)
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", res.ExitCode)
+			}
+			return err
+		})
+	}
+	wg.Add(1)
+	go func() { // a passthrough writer of big
+		defer wg.Done()
+		for !done.Load() {
+			f, err := os.OpenFile(filepath.Join(m.Dir, "big"), os.O_RDWR, 0)
+			if err != nil {
+				continue // EIO while an old handle is open
+			}
+			f.WriteAt([]byte("written"), 1<<20)
+			f.Close()
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	started.Store(true)
+	cli(false, "rollback", "s1")
+	done.Store(true)
+	wg.Wait()
+
+	for file, log := range logs {
+		b, err := os.ReadFile(filepath.Join(m.Dir, file))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		got := strings.TrimSpace(string(b))
+		last := (*log)[len(*log)-1]
+		if last.startedAfter && last.err == nil && got != strconv.Itoa(last.v) {
+			t.Errorf("%s holds %q, not its last write %d, which began after the rollback", file, got, last.v)
+		}
+		if got == "0" {
+			continue // the snapshot's
+		}
+		ok := false
+		for _, w := range *log {
+			ok = ok || strconv.Itoa(w.v) == got && !w.endedBefore
+		}
+		if !ok {
+			t.Errorf("%s holds %q: neither the snapshot's nor a write that had not returned before the rollback", file, got)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(m.Dir, "big")); err != nil || len(b) != 3<<20 {
+		t.Errorf("big after the rollback: %d bytes, %v", len(b), err)
+	}
+	if _, err := c.Status(context.Background()); err != nil {
+		t.Fatalf("the daemon after the rollback: %v\n%s", err, m.Log())
 	}
 }
