@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -237,8 +240,14 @@ func TestRollbackMounted(t *testing.T) {
 	}
 	cli(false, "rollback", "s1")
 	sameTree(t, "after a second rollback", treeFiles(t, m.Dir), snap)
-	if bytes.Contains([]byte(m.Log()), []byte("panic")) {
-		t.Errorf("the daemon panicked:\n%s", m.Log())
+	noRace(t, m)
+}
+
+// noRace fails if the daemon's log reports a data race or a panic.
+func noRace(t *testing.T, m *testmount.Mount) {
+	t.Helper()
+	if log := m.Log(); strings.Contains(log, "DATA RACE") || strings.Contains(log, "panic:") {
+		t.Errorf("the daemon reports a race or a panic:\n%s", log)
 	}
 }
 
@@ -355,5 +364,74 @@ func TestRollbackMountedUnderLoad(t *testing.T) {
 	}
 	if _, err := c.Status(context.Background()); err != nil {
 		t.Fatalf("the daemon after the rollback: %v\n%s", err, m.Log())
+	}
+	noRace(t, m)
+}
+
+// TestRollbackMountedKilled kills the daemon (SIGKILL) at random moments
+// of a rollback -w: the store mounted again is the snapshot or the state
+// before, whole, and works. (kv's TestRollbackCrash stops the shared swap
+// at each of its steps.)
+func TestRollbackMountedKilled(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "ws")
+	m := testmount.Start(t, store)
+	bin := testmount.Binary(t)
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(m.Dir, fmt.Sprint("f", i)), bytes.Repeat([]byte{'s'}, 1000*i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "big"), bytes.Repeat([]byte("s"), 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap := treeFiles(t, m.Dir)
+	cli := workspaceCLI(t, bin, m)
+	cli(false, "snapshot", "s1")
+	// How long a rollback takes here, CLI included: the kills fall within.
+	start := time.Now()
+	cli(false, "rollback", "s1")
+	took := time.Since(start)
+	t.Logf("a rollback -w takes %v", took)
+	sawSnap, sawBefore := 1, 0
+	for round := range 6 {
+		for i := range 20 {
+			if err := os.WriteFile(filepath.Join(m.Dir, fmt.Sprint("f", i)), []byte(fmt.Sprint("round ", round)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(m.Dir, fmt.Sprint("new", round)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := treeFiles(t, m.Dir)
+		cmd := exec.Command(bin, "rollback", "-w", m.Dir, "s1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(took))))
+		m.Kill(t)
+		cmd.Wait()
+		m.Remount(t)
+		got := treeFiles(t, m.Dir)
+		switch {
+		case maps.Equal(got, snap):
+			sawSnap++
+		case maps.Equal(got, before):
+			sawBefore++
+		default:
+			sameTree(t, fmt.Sprint("round ", round, ": neither the snapshot nor the state before; against the snapshot"), got, snap)
+			t.FailNow()
+		}
+		out, err := exec.Command(bin, "log", "-w", m.Dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("log: %v\n%s", err, out)
+		}
+		if n := strings.Count(string(out), "rollback /..."); n != sawSnap {
+			t.Errorf("round %d: the journal shows %d rollbacks, the files %d:\n%s", round, n, sawSnap, out)
+		}
+	}
+	t.Logf("after a kill: the snapshot %d times, the state before %d times", sawSnap, sawBefore)
+	m.Unmount(t)
+	if out, err := exec.Command(bin, "fsck", "--store", store).CombinedOutput(); err != nil {
+		t.Errorf("fsck: %v\n%s", err, out)
 	}
 }
