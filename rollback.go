@@ -40,6 +40,10 @@ func RollbackStore(dir, name string, log *slog.Logger) (RollbackInfo, error) {
 // twice waits behind a rollback waiting for the first.
 type callsHeld struct{}
 
+// invalidateAgain is when a rollback drops the kernel's caches of the old
+// state a second time (fs.FS.Rollback).
+const invalidateAgain = time.Second
+
 // RollbackResult describes a rollback of a mounted workspace.
 type RollbackResult struct {
 	kv.RollbackInfo
@@ -67,7 +71,16 @@ func (w *Workspace) Rollback(name string) (RollbackResult, error) {
 	defer w.callMu.Unlock()
 	w.refreshMu.Lock()
 	defer w.refreshMu.Unlock()
-	info, err := w.mount.Rollback(name)
+	info, again, err := w.mount.Rollback(name)
+	if again != nil {
+		time.AfterFunc(invalidateAgain, func() {
+			w.callMu.RLock()
+			defer w.callMu.RUnlock()
+			if !w.closed {
+				again()
+			}
+		})
+	}
 	if err != nil {
 		return RollbackResult{}, err
 	}

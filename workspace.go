@@ -102,6 +102,7 @@ type Workspace struct {
 	refreshMu  sync.Mutex // one refresh at a time
 	// callMu: fast-path execs and tool calls (read), a rollback (write)
 	callMu    sync.RWMutex
+	closed    bool // the store is closed; guarded by callMu
 	stopTrim  chan struct{}
 	log       *slog.Logger
 	closeOnce sync.Once
@@ -281,6 +282,9 @@ func (w *Workspace) closeStore() error {
 		if w.lease != nil {
 			w.lease.stop() // its errors were logged
 		}
+		w.callMu.Lock() // no rollback under way, nor one's second invalidation
+		w.closed = true
+		w.callMu.Unlock()
 		w.closeErr = w.Store.Close()
 		if w.closeErr != nil {
 			w.log.Error("closing store failed", "err", w.closeErr)

@@ -2,7 +2,6 @@ package fs
 
 import (
 	"slices"
-	"time"
 
 	"github.com/computerfs/computerfs/kv"
 )
@@ -29,28 +28,27 @@ import (
 //     differs between the old state and the new (including names only one
 //     of them has: a cached negative entry may hide a file of the
 //     snapshot). A reply sent from the old state just before the rollback
-//     may reach the kernel after that, so the same is done again a second
-//     later.
+//     may reach the kernel after that, so the caller does the same again
+//     a moment later (Rollback's again).
 //
 // Opens and releases take rollMu for reading around their store calls;
 // the rollback takes it for writing from the moment its fork is ready, so
 // no open is between the store and its handle while the handles are
 // marked.
 
-// invalidateAgain is when the kernel's caches are dropped a second time.
-const invalidateAgain = time.Second
-
 // stale tells whether fh is a handle opened before the last rollback.
 func (f *FS) stale(fh uint64) bool { return fh != 0 && fh <= f.staleFh.Load() }
 
-// Rollback puts the store back to its snapshot name under the mount.
-func (f *FS) Rollback(name string) (kv.RollbackInfo, error) {
+// Rollback puts the store back to its snapshot name under the mount. If it
+// happened, again drops the kernel's caches of the old state once more:
+// the caller calls it a moment later (a second), while the store is open.
+func (f *FS) Rollback(name string) (info kv.RollbackInfo, again func(), err error) {
 	var (
 		locked bool
 		known  []uint64
 		old    map[uint64][]kv.Dirent
 	)
-	info, err := f.store.RollbackWith(name, kv.RollbackHooks{
+	info, err = f.store.RollbackWith(name, kv.RollbackHooks{
 		Ready: func() {
 			f.rollMu.Lock()
 			locked = true
@@ -61,11 +59,10 @@ func (f *FS) Rollback(name string) (kv.RollbackInfo, error) {
 		f.rollMu.Unlock()
 	}
 	if old == nil || f.server == nil {
-		return info, err
+		return info, nil, err
 	}
 	f.invalidate(known, old)
-	time.AfterFunc(invalidateAgain, func() { f.invalidate(known, old) })
-	return info, err
+	return info, func() { f.invalidate(known, old) }, err
 }
 
 // rolledBack marks the handles opened so far stale and reads, from the old
