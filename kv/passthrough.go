@@ -68,7 +68,9 @@ type pin struct {
 	release func()
 	refs    int
 	writers int
-	seen    blobStat // the blob when the store last took its changes
+	// seen is the blob when the store last took its changes: written
+	// under the inode's lock, read by GetAttr without it (pins.seq)
+	seen atomic.Pointer[blobStat]
 }
 
 type pins struct {
@@ -167,9 +169,11 @@ func (s *Store) newPin(a *Attr) (*pin, error) {
 		return fail(err)
 	}
 	p := &pin{f: f, release: release}
-	if p.seen, err = statBlob(f); err != nil {
+	st, err := statBlob(f)
+	if err != nil {
 		return fail(err)
 	}
+	p.seen.Store(&st)
 	s.pins.mu.Lock()
 	s.pins.m[a.Ino] = p
 	s.pins.n.Store(int32(len(s.pins.m)))
@@ -312,7 +316,7 @@ func (s *Store) commitPinned(a *Attr, p *pin, writing int, actor *Actor) error {
 			return err
 		}
 	}
-	p.seen = st
+	p.seen.Store(&st)
 	return nil
 }
 
@@ -338,7 +342,7 @@ func (s *Store) mergeBlob(a *Attr, p *pin) (st blobStat, data bool, err error) {
 	if err != nil {
 		return st, false, err
 	}
-	seen := p.seen
+	seen := *p.seen.Load()
 	if st.size != seen.size || st.mtime != seen.mtime || st.ctime != seen.ctime || st.size != a.Size {
 		data = st.size != a.Size || st.mtime != seen.mtime
 		a.Size = max(a.Size, st.size)
@@ -371,7 +375,7 @@ func (s *Store) pinnedMoved(a *Attr) {
 		st, err = statBlob(p.f) // the new atime, and the ctime it moved
 	}
 	if err == nil {
-		p.seen = st
+		p.seen.Store(&st)
 	}
 }
 
