@@ -57,6 +57,8 @@ var rollbackBatch = 4 << 20
 type RollbackInfo struct {
 	Name string `json:"name"` // the snapshot
 	Seq  uint64 `json:"seq"`  // the journal record of the rollback
+	// Held is how long an open store's rollback held every call off.
+	Held time.Duration `json:"held_ns,omitempty"`
 }
 
 // Rollback puts the store in dir, which must not be open, back to its
@@ -96,7 +98,7 @@ func Rollback(dir, name string, opts Options) (RollbackInfo, error) {
 	if err := syncDir(live.dir); err != nil {
 		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
 	}
-	if err := swapRollback(live.dir); err != nil {
+	if err := swapRollback(live.dir, true); err != nil {
 		return RollbackInfo{}, fmt.Errorf("rollback to %s (the next open finishes it): %w", name, err)
 	}
 	return info, nil
@@ -182,10 +184,12 @@ func (ns *Store) takeHistory(s *Store, name string) (RollbackInfo, error) {
 }
 
 // swapRollback puts the new database and blobs of a committed rollback
-// (dir/.rollback-new) in place of the store's, and removes the old ones.
+// (dir/.rollback-new) in place of the store's, and removes the old ones
+// (dir/.rollback-old) if removeOld: an open store's rollback removes them
+// once calls go on, and the next open if it could not.
 // Each step can be done again after a crash: a part is moved to
 // .rollback-old only while the new one waits, and then the new one in.
-func swapRollback(dir string) error {
+func swapRollback(dir string, removeOld bool) error {
 	newDir, oldDir := filepath.Join(dir, rollbackNew), filepath.Join(dir, rollbackOld)
 	if err := os.MkdirAll(oldDir, 0o700); err != nil {
 		return err
@@ -208,7 +212,7 @@ func swapRollback(dir string) error {
 	if err := syncDir(dir); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(newDir); err != nil {
+	if err := os.RemoveAll(newDir); err != nil || !removeOld {
 		return err
 	}
 	return os.RemoveAll(oldDir)
@@ -228,7 +232,7 @@ func finishRollback(dir string) error {
 	}
 	defer lock.Close()
 	if _, err := os.Lstat(filepath.Join(dir, rollbackNew)); err == nil {
-		if err := swapRollback(dir); err != nil {
+		if err := swapRollback(dir, true); err != nil {
 			return fmt.Errorf("store %s: finish a rollback: %w", dir, err)
 		}
 		return nil
@@ -319,6 +323,12 @@ func (s *Store) RollbackWith(name string, hooks RollbackHooks) (RollbackInfo, er
 	if err != nil {
 		return fail(err)
 	}
+	// The snapshot's copied log, replayed by this open, goes to a table
+	// now: else the reopen below replays it again while calls are held.
+	if err := ns.WriteTables(); err != nil {
+		ns.Close()
+		return fail(err)
+	}
 	if hooks.Ready != nil {
 		hooks.Ready()
 	}
@@ -358,7 +368,12 @@ func (s *Store) RollbackWith(name string, hooks RollbackHooks) (RollbackInfo, er
 		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w: %w", name, ErrRollbackFailed, err)
 	}
 	s.gate.gen.Add(1)
-	s.log.Info("store: rolled back", "snapshot", name, "seq", info.Seq, "held", time.Since(start))
+	info.Held = time.Since(start)
+	s.openGate()
+	s.log.Info("store: rolled back", "snapshot", name, "seq", info.Seq, "held", info.Held)
+	if err := os.RemoveAll(filepath.Join(s.dir, rollbackOld)); err != nil {
+		s.log.Warn("store: rollback: removing the old database (the next open does)", "err", err)
+	}
 	return info, nil
 }
 
@@ -381,7 +396,7 @@ func (s *Store) swapOpen() error {
 	if err := s.db.Close(); err != nil {
 		s.log.Warn("store: rollback: closing the old database", "err", err)
 	}
-	if err := swapRollback(s.dir); err != nil {
+	if err := swapRollback(s.dir, false); err != nil {
 		return err
 	}
 	s.attrs = newAttrCache(attrCacheSize) // tails with it
