@@ -475,6 +475,10 @@ func snapshotInfo(dir string) (SnapshotInfo, error) {
 
 // DeleteSnapshot removes the snapshot name.
 func (s *Store) DeleteSnapshot(name string) error {
+	// Not while a rollback links a snapshot; rollMu before the gate, which
+	// a rollback closes while it holds rollMu.
+	s.rollMu.Lock()
+	defer s.rollMu.Unlock()
 	s.enter()
 	defer s.leave()
 	if err := CheckSnapshotName(name); err != nil {
