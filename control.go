@@ -39,6 +39,7 @@ import (
 //	GET  /v1/audit     the tools' audit records
 //	GET  /v1/snapshots, POST /v1/snapshots?name=N, DELETE /v1/snapshots/{name},
 //	POST /v1/fork?store=DIR&from=N   snapshots and forks (snapshot.go)
+//	POST /v1/rollback?name=N   the mounted workspace back to a snapshot (rollback.go)
 
 const controlSocket = execwire.SocketName
 
@@ -103,6 +104,7 @@ func (w *Workspace) serveControl() error {
 	mux.HandleFunc("POST /v1/tools/{name}", w.serveTool)
 	mux.HandleFunc("GET /v1/audit", w.serveAudit)
 	w.serveSnapshots(mux)
+	w.serveRollback(mux)
 	mux.HandleFunc("POST /v1/sync", func(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, w.Sync(r.Context()))
 	})

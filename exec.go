@@ -382,6 +382,10 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 			return ExecResult{}, fmt.Errorf("timeout %q: want a duration such as 30s", req.Timeout)
 		}
 	}
+	if b.Name() == "shell" && ctx.Value(callsHeld{}) == nil {
+		w.callMu.RLock() // a rollback waits for the call (rollback.go)
+		defer w.callMu.RUnlock()
+	}
 	id := strconv.FormatUint(execSeq.Add(1), 10)
 	if w.execCtx != nil {
 		var cancel context.CancelFunc

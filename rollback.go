@@ -1,8 +1,12 @@
 package computerfs
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
 
 	"github.com/computerfs/computerfs/kv"
 )
@@ -10,10 +14,6 @@ import (
 // RollbackInfo describes a rollback (kv.RollbackInfo): the snapshot and
 // the sequence number of its journal record.
 type RollbackInfo = kv.RollbackInfo
-
-// ErrRollbackMounted refuses a rollback of a mounted workspace, which is
-// not built yet: unmount it, roll the store back, mount it again.
-var ErrRollbackMounted = errors.New("rollback of a mounted workspace is not supported yet: unmount it, then computerfs rollback --store DIR NAME")
 
 // RollbackStore puts the store in dir, which must not be mounted, back to
 // its snapshot name (kv.Rollback): the files become the snapshot's, while
@@ -33,4 +33,75 @@ func RollbackStore(dir, name string, log *slog.Logger) (RollbackInfo, error) {
 	}
 	log.Info("rolled back", "store", dir, "snapshot", name, "seq", info.Seq)
 	return info, nil
+}
+
+// callsHeld marks a context whose call holds callMu already (a tool call
+// running exec), so that Exec does not take it again: a read lock taken
+// twice waits behind a rollback waiting for the first.
+type callsHeld struct{}
+
+// invalidateAgain is when a rollback drops the kernel's caches of the old
+// state a second time (fs.FS.Rollback).
+const invalidateAgain = time.Second
+
+// RollbackResult describes a rollback of a mounted workspace.
+type RollbackResult struct {
+	kv.RollbackInfo
+	DurationMs int64 `json:"duration_ms"`
+}
+
+// ErrNotMounted is returned by Workspace.Rollback for a workspace that is
+// not mounted (use RollbackStore).
+var ErrNotMounted = errors.New("the workspace is not mounted")
+
+// Rollback puts the mounted workspace back to its snapshot name while the
+// daemon runs (fs.FS.Rollback, kv.Store.RollbackWith): its files become
+// the snapshot's and the journal ends with a rollback record, as with
+// RollbackStore. It waits for running tool calls, shell fast-path
+// commands, refreshes and sync passes, and holds new ones off until it is
+// done; commands in the sandbox work on the mount and are not waited for:
+// their files open from before fail with EIO afterwards, as any
+// program's.
+func (w *Workspace) Rollback(name string) (RollbackResult, error) {
+	if w.mount == nil {
+		return RollbackResult{}, ErrNotMounted
+	}
+	start := time.Now()
+	w.callMu.Lock()
+	defer w.callMu.Unlock()
+	w.refreshMu.Lock()
+	defer w.refreshMu.Unlock()
+	info, again, err := w.mount.Rollback(name)
+	if again != nil {
+		time.AfterFunc(invalidateAgain, func() {
+			w.callMu.RLock()
+			defer w.callMu.RUnlock()
+			if !w.closed {
+				again()
+			}
+		})
+	}
+	if err != nil {
+		return RollbackResult{}, err
+	}
+	w.log.Info("rolled back", "snapshot", name, "seq", info.Seq, "took", time.Since(start))
+	return RollbackResult{RollbackInfo: info, DurationMs: time.Since(start).Milliseconds()}, nil
+}
+
+// serveRollback adds the rollback endpoint to the control socket.
+func (w *Workspace) serveRollback(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/rollback", func(rw http.ResponseWriter, r *http.Request) {
+		res, err := w.Rollback(r.URL.Query().Get("name"))
+		if err != nil {
+			httpError(rw, err)
+			return
+		}
+		writeJSON(rw, res)
+	})
+}
+
+// Rollback asks the daemon to put its workspace back to the snapshot name.
+func (c *Client) Rollback(ctx context.Context, name string) (RollbackResult, error) {
+	var res RollbackResult
+	return res, c.call(ctx, http.MethodPost, "/v1/rollback?"+url.Values{"name": {name}}.Encode(), &res)
 }

@@ -16,9 +16,16 @@ import (
 // (unmounted) to a snapshot taken after a sync; mounted again it holds the
 // snapshot's files, `computerfs log` shows the rollback, and a sync makes
 // the bucket the snapshot: the file changed since uploaded as it was, the
-// file removed since put back, the file made since deleted. A rollback of
-// a mounted workspace is refused, leaving it as it is.
+// file removed since put back, the file made since deleted. The same for
+// a rollback of the mounted workspace (-w), with no remount: the mount
+// shows the snapshot at once. A rollback --store of a mounted store is
+// refused, leaving it as it is.
 func TestRollbackSyncBack(t *testing.T) {
+	t.Run("unmounted", func(t *testing.T) { testRollbackSyncBack(t, false) })
+	t.Run("mounted", func(t *testing.T) { testRollbackSyncBack(t, true) })
+}
+
+func testRollbackSyncBack(t *testing.T, mounted bool) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	bucket := srv.NewBucket(t)
@@ -72,22 +79,28 @@ func TestRollbackSyncBack(t *testing.T) {
 	cli(false, "sync")
 	sameFiles(t, bucketFiles(t, srv, bucket, "p/"), dirFiles(t, data))
 
-	// Mounted: refused, both ways, and nothing changes.
-	if out := cli(true, "rollback", "s1"); !strings.Contains(out, "not supported yet") {
-		t.Errorf("rollback -w of a mounted workspace:\n%s", out)
-	}
-	if out := run(true, "rollback", "--store", store, "s1"); !strings.Contains(out, "unmount it first") {
+	// Mounted: --store is refused, and nothing changes.
+	if out := run(true, "rollback", "--store", store, "s1"); !strings.Contains(out, "use -w "+m.Dir) {
 		t.Errorf("rollback --store of a mounted store:\n%s", out)
 	}
 	if b, err := os.ReadFile(filepath.Join(data, "a")); err != nil || string(b) != "later a" {
 		t.Fatalf("a refused rollback changed a: %q, %v", b, err)
 	}
-
-	m.Unmount(t)
-	if out := run(false, "rollback", "--store", store, "s1"); !strings.Contains(out, "rolled back to snapshot s1") {
-		t.Fatalf("rollback:\n%s", out)
+	if out := cli(true, "rollback", "nosuch"); !strings.Contains(out, "nosuch") || !strings.Contains(out, "no such snapshot") {
+		t.Errorf("rollback to a snapshot that does not exist:\n%s", out)
 	}
-	m.Remount(t, "--spec", spec)
+
+	if mounted {
+		if out := cli(false, "rollback", "s1"); !strings.Contains(out, "rolled back to snapshot s1") {
+			t.Fatalf("rollback -w:\n%s", out)
+		}
+	} else {
+		m.Unmount(t)
+		if out := run(false, "rollback", "--store", store, "s1"); !strings.Contains(out, "rolled back to snapshot s1") {
+			t.Fatalf("rollback:\n%s", out)
+		}
+		m.Remount(t, "--spec", spec)
+	}
 	got := dirFiles(t, data)
 	if len(got) != len(snap) || got["a"] != snap["a"] || got["b"] != snap["b"] {
 		t.Fatalf("after the rollback the workspace holds %q, want the snapshot's %q", got, snap)

@@ -101,7 +101,9 @@ func (w *Workspace) serveTool(rw http.ResponseWriter, r *http.Request) {
 			rc.SetWriteDeadline(time.Time{})
 		})
 	}
-	res, err := w.tools.Call(ctx, r.PathValue("name"), args)
+	w.callMu.RLock() // a rollback waits for the call (rollback.go)
+	res, err := w.tools.Call(context.WithValue(ctx, callsHeld{}, true), r.PathValue("name"), args)
+	w.callMu.RUnlock()
 	if err != nil {
 		ans := toolAnswer{Error: err.Error()}
 		var rf *tools.Refusal

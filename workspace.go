@@ -104,12 +104,16 @@ type Workspace struct {
 	rules      *policy.Checker
 	httpClient *http.Client
 	srv        *fuse.Server
+	mount      *fs.FS // what srv serves (Rollback)
 	control    *http.Server
 	refreshMu  sync.Mutex // one refresh at a time
-	stopTrim   chan struct{}
-	log        *slog.Logger
-	closeOnce  sync.Once
-	closeErr   error
+	// callMu: fast-path execs and tool calls (read), a rollback (write)
+	callMu    sync.RWMutex
+	closed    bool // the store is closed; guarded by callMu
+	stopTrim  chan struct{}
+	log       *slog.Logger
+	closeOnce sync.Once
+	closeErr  error
 
 	shell        *shell.Backend
 	sandbox      backend.Backend // nil: noSandbox says why
@@ -199,7 +203,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
-	srv, err := fs.Mount(store, mp, fs.MountOptions{
+	mfs, srv, err := fs.MountFS(store, mp, fs.MountOptions{
 		Config: fs.Config{Logger: opts.Logger, Written: w.written, NoPassthrough: opts.NoPassthrough, NoPassthroughCreates: opts.NoPassthroughCreates,
 			PrivateRoot: !opts.SharedRoot, Agent: agentRules(w.rules, agent)},
 		Private: opts.Private,
@@ -209,7 +213,7 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		store.Close()
 		return nil, err
 	}
-	w.srv = srv
+	w.srv, w.mount = srv, mfs
 	w.FS.SetNotifier(fs.NewNotifier(srv))
 	w.setBackends(opts)
 	w.execCtx, w.stopExec = context.WithCancel(context.Background())
@@ -309,6 +313,9 @@ func (w *Workspace) closeStore() error {
 		if w.lease != nil {
 			w.lease.stop() // its errors were logged
 		}
+		w.callMu.Lock() // no rollback under way, nor one's second invalidation
+		w.closed = true
+		w.callMu.Unlock()
 		if w.blobFetch != nil {
 			w.blobFetch.Close() // what is not fetched yet is, at the next mount
 		}

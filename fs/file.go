@@ -101,6 +101,12 @@ func noFlush(flags uint32) bool {
 
 // Open implements OPEN.
 func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	f.rollMu.RLock()
+	defer f.rollMu.RUnlock()
+	if f.ptStaleOpen(in.NodeId) {
+		f.log.Warn("fuse: open refused: the file is still open for passthrough from before a rollback", "ino", in.NodeId)
+		return fuse.EIO
+	}
 	a, err := f.store.GetAttr(in.NodeId)
 	if err != nil {
 		return f.status("open", err)
@@ -143,6 +149,8 @@ func (f *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fu
 
 // Create implements CREATE: a new regular file, opened.
 func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	f.rollMu.RLock()
+	defer f.rollMu.RUnlock()
 	mode := in.Mode&^kv.S_IFMT | kv.S_IFREG
 	if err := f.checkEntry(&in.InHeader, in.NodeId, name); err != nil {
 		return f.status("create", err)
@@ -167,6 +175,8 @@ func (f *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out 
 
 // Tmpfile implements TMPFILE: open(2) with O_TMPFILE.
 func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	f.rollMu.RLock()
+	defer f.rollMu.RUnlock()
 	if err := f.checkIno(&in.InHeader, in.NodeId, true); err != nil { // a file made in the directory
 		return f.status("tmpfile", err)
 	}
@@ -182,6 +192,9 @@ func (f *FS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Create
 
 // Read implements READ.
 func (f *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	if f.stale(in.Fh) {
+		return nil, fuse.EIO
+	}
 	if err := f.store.FetchBlob(in.NodeId, cancel); err != nil { // see Open
 		return nil, f.status("read", err)
 	}
@@ -199,6 +212,9 @@ func (f *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.Rea
 
 // Write implements WRITE.
 func (f *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	if f.stale(in.Fh) {
+		return 0, fuse.EIO
+	}
 	var err error
 	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 { // the writer is not privileged
 		var cleared bool
@@ -237,6 +253,9 @@ func (f *FS) wroteThrough(fh uint64) error {
 // uses): one request instead of a READ and a WRITE per MiB, and between
 // two big files no copy through the daemon at all (see kv.CopyRange).
 func (f *FS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
+	if f.stale(in.FhIn) || f.stale(in.FhOut) {
+		return 0, fuse.EIO
+	}
 	var kill func(gid uint32) bool
 	if in.Caller.Uid != 0 {
 		kill = inGroup(&in.Caller)
@@ -274,6 +293,18 @@ func (f *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 
 // Release implements RELEASE.
 func (f *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	f.rollMu.RLock()
+	defer f.rollMu.RUnlock()
+	if f.stale(in.Fh) {
+		if h := f.handle(in.Fh); h != nil {
+			f.releaseStale(h)
+			h.mu.Lock()
+			h.dirty = false // what it wrote is not the store's
+			h.mu.Unlock()
+		}
+		f.dropHandle(in.Fh)
+		return
+	}
 	if h := f.handle(in.Fh); h != nil && h.pt {
 		f.releasePassthrough(h) // first: the size is the store's when written hears
 	}
@@ -282,6 +313,9 @@ func (f *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 
 // Fsync implements FSYNC (fsync and fdatasync alike).
 func (f *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	if f.stale(in.Fh) {
+		return fuse.EIO
+	}
 	var err error
 	if h := f.handle(in.Fh); h != nil && h.pt {
 		err = h.sess.SyncPinned(in.NodeId) // what the kernel wrote, recorded
@@ -297,6 +331,9 @@ func (f *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 
 // Fallocate implements FALLOCATE.
 func (f *FS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	if f.stale(in.Fh) {
+		return fuse.EIO
+	}
 	_, err := f.as(&in.InHeader).Fallocate(in.NodeId, in.Mode, int64(in.Offset), int64(in.Length))
 	return f.status("fallocate", err)
 }
@@ -306,6 +343,9 @@ func (f *FS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status
 func (f *FS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
 	if in.Whence != kv.SeekData && in.Whence != kv.SeekHole {
 		return fuse.EINVAL
+	}
+	if f.stale(in.Fh) {
+		return fuse.EIO
 	}
 	off, err := f.store.SeekData(in.NodeId, int64(in.Offset), int(in.Whence))
 	if err != nil {

@@ -69,6 +69,13 @@ type FS struct {
 	ptOff     bool               // Config.NoPassthrough
 	ptCreates bool               // !Config.NoPassthroughCreates
 
+	// rollback (rollback.go): handles up to staleFh are from before it;
+	// ptStale are the passthrough backing files of those, guarded by
+	// ptMapMu; opens and releases hold rollMu for reading
+	rollMu  sync.RWMutex
+	staleFh atomic.Uint64
+	ptStale map[uint64]*ptFile
+
 	server  *fuse.Server
 	agent   *AgentRules // nil: no rules to enforce
 	actors  actorCache
@@ -114,6 +121,7 @@ func New(store *kv.Store, cfg Config) *FS {
 		written:       cfg.Written,
 		dirtyInos:     make(map[uint64]bool),
 		pt:            make(map[uint64]*ptFile),
+		ptStale:       make(map[uint64]*ptFile),
 		ptOff:         cfg.NoPassthrough,
 		ptCreates:     !cfg.NoPassthroughCreates,
 		privateRoot:   cfg.PrivateRoot,
@@ -248,6 +256,9 @@ func (f *FS) Forget(ino, n uint64) {
 
 // GetAttr implements GETATTR.
 func (f *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	if in.Flags()&fuse.FUSE_GETATTR_FH != 0 && f.stale(in.Fh()) {
+		return fuse.EIO
+	}
 	a, err := f.store.GetAttr(in.NodeId)
 	if err != nil {
 		return f.status("getattr", err)
@@ -261,6 +272,9 @@ func (f *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrO
 // leaves clearing setuid/setgid to us: the store does it on chown, and on
 // truncate when the kernel says the caller is unprivileged.
 func (f *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	if fh, ok := in.GetFh(); ok && f.stale(fh) {
+		return fuse.EIO
+	}
 	if err := f.checkIno(&in.InHeader, in.NodeId, true); err != nil {
 		return f.status("setattr", err)
 	}

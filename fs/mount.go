@@ -25,9 +25,16 @@ type MountOptions struct {
 // Mount serves store at mountpoint and returns once the kernel has the
 // mount. The caller runs (*fuse.Server).Wait and unmounts with Unmount.
 func Mount(store *kv.Store, mountpoint string, opts MountOptions) (*fuse.Server, error) {
+	_, srv, err := MountFS(store, mountpoint, opts)
+	return srv, err
+}
+
+// MountFS is Mount that also returns the file system it serves (for
+// FS.Rollback).
+func MountFS(store *kv.Store, mountpoint string, opts MountOptions) (*FS, *fuse.Server, error) {
 	fsName := "computerfs:" + store.Dir()
 	if err := checkMountpoint(mountpoint, fsName); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fsys := New(store, opts.Config)
 	mo := &fuse.MountOptions{
@@ -49,17 +56,17 @@ func Mount(store *kv.Store, mountpoint string, opts MountOptions) (*fuse.Server,
 	}
 	srv, err := fuse.NewServer(fsys, mountpoint, mo)
 	if err != nil {
-		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+		return nil, nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		srv.Unmount()
-		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+		return nil, nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
 	if err := setReadAhead(mountpoint, readAheadKB); err != nil {
 		fsys.log.Warn("could not raise the mount's read-ahead", "err", err)
 	}
-	return srv, nil
+	return fsys, srv, nil
 }
 
 // readAheadKB is the kernel's read-ahead for the mount. FUSE gets 128 KiB

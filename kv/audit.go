@@ -68,6 +68,8 @@ func (s *Store) loadAudit() {
 // NewAuditID returns the id of a new audit record, never given before in
 // this store.
 func (s *Store) NewAuditID() (uint64, error) {
+	s.enter()
+	defer s.leave()
 	s.auditOnce.Do(s.loadAudit)
 	if s.auditErr != nil {
 		return 0, s.auditErr
@@ -86,6 +88,8 @@ func (s *Store) NewAuditID() (uint64, error) {
 // (the end of a call that ran) always goes in. The caller keeps records
 // small past the quota (AuditRoom).
 func (s *Store) PutAudit(r *AuditRecord) error {
+	s.enter()
+	defer s.leave()
 	if r.ID == 0 {
 		return ErrInvalid
 	}
@@ -122,6 +126,8 @@ func (s *Store) PutAudit(r *AuditRecord) error {
 // quota (full), past it but within its grace (the caller keeps the record
 // short), or not at all (PutAudit would refuse it).
 func (s *Store) AuditRoom(cost int64) (full, fits bool) {
+	s.enter()
+	defer s.leave()
 	quota := s.quota.Load()
 	if quota <= 0 {
 		return true, true
@@ -133,6 +139,8 @@ func (s *Store) AuditRoom(cost int64) (full, fits bool) {
 // ReadAudit calls fn for the records after id, in id order, until fn
 // returns false.
 func (s *Store) ReadAudit(after uint64, fn func(AuditRecord) bool) error {
+	s.enter()
+	defer s.leave()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: auditKey(after + 1), UpperBound: []byte{pfxAudit + 1}})
 	if err != nil {
 		return err

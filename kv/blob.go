@@ -391,7 +391,7 @@ func (s *Store) gcBlobs() error {
 	for _, e := range entries {
 		ino, perr := strconv.ParseUint(e.Name(), 16, 64)
 		if perr == nil {
-			if a, err := s.GetAttr(ino); err == nil && a.Flags&FlagBlob != 0 {
+			if a, err := s.storedAttr(ino); err == nil && a.Flags&FlagBlob != 0 { // no pins at open
 				if a.Flags&FlagWriting != 0 {
 					if err := s.recoverWriting(&a); err != nil {
 						return err

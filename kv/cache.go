@@ -77,6 +77,8 @@ func (s *Store) releaseCache() {
 // next reads fill it again from the table files, which the kernel caches.
 // Blocks in use stay until their readers are done.
 func (s *Store) DropBlockCache() {
+	s.enter()
+	defer s.leave()
 	k := &s.cacheKeeper
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -26,6 +26,8 @@ import (
 // journal records decode and are numbered without gaps (from 1, or
 // from the oldest record that TrimJournal kept).
 func (s *Store) Check(limit int) ([]string, error) {
+	s.enter()
+	defer s.leave()
 	var problems []string
 	report := func(format string, args ...any) {
 		if limit == 0 || len(problems) < limit {

@@ -16,6 +16,8 @@ import (
 // kernel copies, with copy_file_range on the blob files, in one batch with
 // one journal record; otherwise the data is read and written in pieces.
 func (s *Store) CopyRange(src uint64, srcOff int64, dst uint64, dstOff int64, n int64) (int64, error) {
+	s.enter()
+	defer s.leave()
 	done, _, err := s.copyRange(nil, src, srcOff, dst, dstOff, n, nil)
 	return done, err
 }

@@ -44,6 +44,8 @@ func blocksFor(n uint64) uint64 { return (n + 4095) / 4096 * 8 }
 // Write writes data at off, extending the file as needed, and returns the
 // new attributes.
 func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	a, _, err := s.write(nil, ino, off, data, nil)
 	return a, err
 }
@@ -52,6 +54,8 @@ func (s *Store) Write(ino uint64, off int64, data []byte) (Attr, error) {
 // setgid and file capabilities (see killPriv), and reports whether the mode
 // changed. inGroup tells whether the writer belongs to a group.
 func (s *Store) WriteKillPriv(ino uint64, off int64, data []byte, inGroup func(gid uint32) bool) (Attr, bool, error) {
+	s.enter()
+	defer s.leave()
 	return s.write(nil, ino, off, data, inGroup)
 }
 
@@ -219,6 +223,8 @@ func (s *Store) lockFile(ino uint64, local bool, notRegular error) (Attr, func()
 // and the data come from one iterator, so one consistent view of the store:
 // a read that races with a truncate and a write sees one state or the other.
 func (s *Store) Read(ino uint64, off int64, dst []byte) (int, Attr, error) {
+	s.enter()
+	defer s.leave()
 	var o originRead
 	n, a, err := s.read(ino, off, dst, &o)
 	if err == errRemote {
@@ -349,6 +355,8 @@ func NeedsAtime(a *Attr) bool {
 
 // TouchAtime sets the access time to now if NeedsAtime says so.
 func (s *Store) TouchAtime(ino uint64) error {
+	s.enter()
+	defer s.leave()
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err := s.GetAttr(ino)
@@ -364,6 +372,8 @@ func (s *Store) TouchAtime(ino uint64) error {
 
 // SetAttr applies req to ino and returns the new attributes.
 func (s *Store) SetAttr(ino uint64, req SetAttrRequest) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	return s.setAttr(nil, ino, req)
 }
 
@@ -583,6 +593,8 @@ const (
 // not reserved ahead), FallocKeepSize, FallocPunchHole|FallocKeepSize and
 // FallocZeroRange (optionally with FallocKeepSize).
 func (s *Store) Fallocate(ino uint64, mode uint32, off, length int64) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	return s.fallocate(nil, ino, mode, off, length)
 }
 
@@ -697,6 +709,8 @@ const (
 // SeekData implements lseek's SEEK_DATA and SEEK_HOLE at chunk granularity:
 // a chunk that is stored counts as data, a missing one as a hole.
 func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
+	s.enter()
+	defer s.leave()
 	if err := s.ensureLocal(ino); err != nil {
 		return 0, err
 	}
@@ -742,6 +756,8 @@ func (s *Store) SeekData(ino uint64, off int64, whence int) (int64, error) {
 // sees the old content or the new, never a mix or an empty file between
 // them (a truncate followed by writes would show both).
 func (s *Store) SetContent(ino uint64, data []byte) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	return s.setContent(nil, ino, data)
 }
 

@@ -523,6 +523,8 @@ func (s *Store) loadJournal() error {
 
 // LastSeq is the sequence number of the newest journal record (0: none).
 func (s *Store) LastSeq() uint64 {
+	s.enter()
+	defer s.leave()
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
 	return s.jnext - 1
@@ -531,6 +533,8 @@ func (s *Store) LastSeq() uint64 {
 // ReadJournal calls fn for the records after seq, oldest first, until fn
 // returns false. A record that later writes join is read as it is now.
 func (s *Store) ReadJournal(after uint64, fn func(Record) bool) error {
+	s.enter()
+	defer s.leave()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: journalKey(after + 1), UpperBound: []byte{pfxJournal + 1}})
 	if err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 // layer above the store finds every path of an inode (a policy that
 // refuses a path must refuse its other names too).
 func (s *Store) Names(ino uint64, fn func(dir uint64, name string) bool) error {
+	s.enter()
+	defer s.leave()
 	prefix := kindPrefix(ino, kindBackref)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {

@@ -56,6 +56,8 @@ func checkName(name string) error {
 // GetAttr returns an inode's attributes (with what the kernel changed in
 // a pinned blob merged in, see PinBlob).
 func (s *Store) GetAttr(ino uint64) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	for {
 		g := s.pins.seq.Load()
 		a, err := s.storedAttr(ino)
@@ -87,6 +89,8 @@ func (s *Store) storedAttr(ino uint64) (a Attr, err error) {
 
 // LookupIno returns the inode and type that name has in dir.
 func (s *Store) LookupIno(dir uint64, name string) (ino uint64, typ uint32, err error) {
+	s.enter()
+	defer s.leave()
 	if len(name) > MaxNameLen {
 		return 0, 0, ErrNameTooLong
 	}
@@ -99,6 +103,8 @@ func (s *Store) LookupIno(dir uint64, name string) (ino uint64, typ uint32, err 
 
 // Lookup returns the attributes of name in dir.
 func (s *Store) Lookup(dir uint64, name string) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	ino, _, err := s.LookupIno(dir, name)
 	if err != nil {
 		return Attr{}, err
@@ -108,6 +114,8 @@ func (s *Store) Lookup(dir uint64, name string) (Attr, error) {
 
 // Readlink returns a symbolic link's target.
 func (s *Store) Readlink(ino uint64) (string, error) {
+	s.enter()
+	defer s.leave()
 	v, err := s.get(linkKey(ino))
 	if err == ErrNotFound {
 		// Not a symlink, or a symlink deleted since the kernel looked it
@@ -126,6 +134,12 @@ func (s *Store) Readlink(ino uint64) (string, error) {
 // ("" starts at the beginning), in name order, until fn returns false. It
 // streams from the store: memory does not grow with the directory.
 func (s *Store) ReadDir(dir uint64, after string, fn func(Dirent) bool) error {
+	s.enter()
+	defer s.leave()
+	return s.readDir(dir, after, fn)
+}
+
+func (s *Store) readDir(dir uint64, after string, fn func(Dirent) bool) error {
 	prefix := kindPrefix(dir, kindDirent)
 	lower := prefix
 	if after != "" {
@@ -156,6 +170,8 @@ func (s *Store) isEmptyDir(dir uint64) (bool, error) {
 
 // Parent returns the directory that holds dir (the root is its own parent).
 func (s *Store) Parent(dir uint64) (uint64, error) {
+	s.enter()
+	defer s.leave()
 	if dir == RootIno {
 		return RootIno, nil
 	}
@@ -166,6 +182,8 @@ func (s *Store) Parent(dir uint64) (uint64, error) {
 // Create makes a new inode of any type (file, directory, symlink, device,
 // fifo, socket) named name in dir.
 func (s *Store) Create(dir uint64, name string, n NewInode) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	return s.create(nil, dir, name, n)
 }
 
@@ -189,6 +207,8 @@ type NewEntry struct {
 // entry, already has), which leaves attrs[i] zero and the others alone;
 // err is an error of the whole batch, which then created nothing.
 func (s *Store) CreateMany(dir uint64, entries []NewEntry) (attrs []Attr, errs []error, err error) {
+	s.enter()
+	defer s.leave()
 	return s.createMany(nil, dir, entries)
 }
 
@@ -365,6 +385,8 @@ func (s *Store) checkAbsent(dir uint64, name string) error {
 // O_TMPFILE in dir): an orphan until Link gives it a name, deleted on
 // Forget or at the next Open otherwise.
 func (s *Store) CreateTmpfile(dir uint64, n NewInode) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	return s.createTmpfile(nil, dir, n)
 }
 
@@ -412,7 +434,11 @@ func (s *Store) createTmpfile(actor *Actor, dir uint64, n NewInode) (Attr, error
 const orphanLinkable = 1
 
 // Link gives inode ino the additional name name in dir.
-func (s *Store) Link(ino, dir uint64, name string) (Attr, error) { return s.link(nil, ino, dir, name) }
+func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
+	s.enter()
+	defer s.leave()
+	return s.link(nil, ino, dir, name)
+}
 
 func (s *Store) link(actor *Actor, ino, dir uint64, name string) (Attr, error) {
 	if err := checkName(name); err != nil {
@@ -472,10 +498,18 @@ func (s *Store) link(actor *Actor, ino, dir uint64, name string) (Attr, error) {
 }
 
 // Unlink removes the name of a non-directory.
-func (s *Store) Unlink(dir uint64, name string) error { return s.remove(nil, dir, name, false) }
+func (s *Store) Unlink(dir uint64, name string) error {
+	s.enter()
+	defer s.leave()
+	return s.remove(nil, dir, name, false)
+}
 
 // Rmdir removes an empty directory.
-func (s *Store) Rmdir(dir uint64, name string) error { return s.remove(nil, dir, name, true) }
+func (s *Store) Rmdir(dir uint64, name string) error {
+	s.enter()
+	defer s.leave()
+	return s.remove(nil, dir, name, true)
+}
 
 func (s *Store) remove(actor *Actor, dir uint64, name string, isDir bool) error {
 	if name == "." {
@@ -634,6 +668,8 @@ func deleteKnownKeys(b *pebble.Batch, a *Attr) {
 // Forget is called once nothing outside the store references ino any more:
 // an orphan (an inode without names) is deleted now.
 func (s *Store) Forget(ino uint64) error {
+	s.enter()
+	defer s.leave()
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
 	if _, ok := s.orphans[ino]; !ok {
@@ -665,6 +701,8 @@ func (s *Store) Forget(ino uint64) error {
 // Rename moves oldName in oldDir to newName in newDir, with the semantics of
 // renameat2(2) for flags 0, RenameNoReplace and RenameExchange.
 func (s *Store) Rename(oldDir uint64, oldName string, newDir uint64, newName string, flags uint32) error {
+	s.enter()
+	defer s.leave()
 	return s.rename(nil, oldDir, oldName, newDir, newName, flags)
 }
 

@@ -68,7 +68,9 @@ type pin struct {
 	release func()
 	refs    int
 	writers int
-	seen    blobStat // the blob when the store last took its changes
+	// seen is the blob when the store last took its changes: written
+	// under the inode's lock, read by GetAttr without it (pins.seq)
+	seen atomic.Pointer[blobStat]
 }
 
 type pins struct {
@@ -101,6 +103,8 @@ func (p *pins) get(ino uint64) *pin {
 // opened the usual way). Each PinBlob needs an UnpinBlob with the same
 // write.
 func (s *Store) PinBlob(ino uint64, write bool) (f *os.File, ok bool, err error) {
+	s.enter()
+	defer s.leave()
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err := s.storedAttr(ino)
@@ -165,9 +169,11 @@ func (s *Store) newPin(a *Attr) (*pin, error) {
 		return fail(err)
 	}
 	p := &pin{f: f, release: release}
-	if p.seen, err = statBlob(f); err != nil {
+	st, err := statBlob(f)
+	if err != nil {
 		return fail(err)
 	}
+	p.seen.Store(&st)
 	s.pins.mu.Lock()
 	s.pins.m[a.Ino] = p
 	s.pins.n.Store(int32(len(s.pins.m)))
@@ -194,7 +200,11 @@ func extendBlob(f *os.File, size uint64) error {
 
 // UnpinBlob ends one PinBlob: it commits what the kernel changed, and with
 // the last writer clears FlagWriting.
-func (s *Store) UnpinBlob(ino uint64, write bool) error { return s.unpinBlob(nil, ino, write) }
+func (s *Store) UnpinBlob(ino uint64, write bool) error {
+	s.enter()
+	defer s.leave()
+	return s.unpinBlob(nil, ino, write)
+}
 
 func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 	unlock := s.lockInodes(ino)
@@ -227,7 +237,11 @@ func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 
 // SyncPinned commits what the kernel changed in ino's pinned blob (fsync,
 // close) and marks the blob for the next sync.
-func (s *Store) SyncPinned(ino uint64) error { return s.syncPinned(nil, ino) }
+func (s *Store) SyncPinned(ino uint64) error {
+	s.enter()
+	defer s.leave()
+	return s.syncPinned(nil, ino)
+}
 
 func (s *Store) syncPinned(actor *Actor, ino uint64) error {
 	unlock := s.lockInodes(ino)
@@ -302,7 +316,7 @@ func (s *Store) commitPinned(a *Attr, p *pin, writing int, actor *Actor) error {
 			return err
 		}
 	}
-	p.seen = st
+	p.seen.Store(&st)
 	return nil
 }
 
@@ -328,7 +342,7 @@ func (s *Store) mergeBlob(a *Attr, p *pin) (st blobStat, data bool, err error) {
 	if err != nil {
 		return st, false, err
 	}
-	seen := p.seen
+	seen := *p.seen.Load()
 	if st.size != seen.size || st.mtime != seen.mtime || st.ctime != seen.ctime || st.size != a.Size {
 		data = st.size != a.Size || st.mtime != seen.mtime
 		a.Size = max(a.Size, st.size)
@@ -361,7 +375,7 @@ func (s *Store) pinnedMoved(a *Attr) {
 		st, err = statBlob(p.f) // the new atime, and the ctime it moved
 	}
 	if err == nil {
-		p.seen = st
+		p.seen.Store(&st)
 	}
 }
 
@@ -470,6 +484,8 @@ func (s *Store) setPinnedContent(actor *Actor, a Attr, data []byte) (Attr, error
 // an empty local file or the store keeps no blobs. A blob left smaller
 // than the threshold returns to chunks at its last unpin.
 func (s *Store) MakeBlob(ino uint64) (bool, error) {
+	s.enter()
+	defer s.leave()
 	if s.blobThreshold == math.MaxUint64 {
 		return false, nil
 	}

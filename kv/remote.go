@@ -83,6 +83,8 @@ func decodeStrings(b []byte, dsts ...*string) ([]byte, bool) {
 // Origin returns where ino came from, or ErrNotFound for a file that was
 // made in the workspace.
 func (s *Store) Origin(ino uint64) (o Origin, err error) {
+	s.enter()
+	defer s.leave()
 	err = s.view(originKey(ino), func(v []byte) (err error) {
 		o, err = decodeOrigin(v)
 		return err
@@ -93,6 +95,8 @@ func (s *Store) Origin(ino uint64) (o Origin, err error) {
 // SetOrigin records that ino now matches its source as o says; o.Ctime is
 // set to the inode's current change time.
 func (s *Store) SetOrigin(ino uint64, o Origin) error {
+	s.enter()
+	defer s.leave()
 	unlock := s.lockInodes(ino)
 	defer unlock()
 	a, err := s.GetAttr(ino)
@@ -321,10 +325,16 @@ func (s *Store) fill(ino, off uint64, data []byte, blocks *uint64, last bool, re
 // GetMeta returns the value that SetMeta stored under name, or ErrNotFound.
 // Meta values belong to the layers above the store (the workspace spec,
 // sync cursors).
-func (s *Store) GetMeta(name string) ([]byte, error) { return s.get(userMetaKey(name)) }
+func (s *Store) GetMeta(name string) ([]byte, error) {
+	s.enter()
+	defer s.leave()
+	return s.get(userMetaKey(name))
+}
 
 // SetMeta stores value under name and syncs it to stable storage.
 func (s *Store) SetMeta(name string, value []byte) error {
+	s.enter()
+	defer s.leave()
 	return s.UpdateMeta(map[string][]byte{name: value}, nil)
 }
 
@@ -338,10 +348,16 @@ type fetchState struct {
 
 // Fetch makes sure a remote file's content is in the store, fetching it
 // now if it is not (eager imports and prefetching use it).
-func (s *Store) Fetch(ino uint64) error { return s.ensureLocal(ino) }
+func (s *Store) Fetch(ino uint64) error {
+	s.enter()
+	defer s.leave()
+	return s.ensureLocal(ino)
+}
 
 // UpdateMeta sets and deletes meta values in one batch and syncs it.
 func (s *Store) UpdateMeta(set map[string][]byte, del []string) error {
+	s.enter()
+	defer s.leave()
 	b := s.db.NewBatch()
 	defer b.Close()
 	for k, v := range set {
@@ -359,6 +375,8 @@ func (s *Store) UpdateMeta(set map[string][]byte, del []string) error {
 // ScanMeta calls fn for the meta values whose names start with prefix, in
 // name order, until fn returns false.
 func (s *Store) ScanMeta(prefix string, fn func(name string, value []byte) bool) error {
+	s.enter()
+	defer s.leave()
 	lo := userMetaKey(prefix)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
@@ -378,6 +396,8 @@ func (s *Store) ScanMeta(prefix string, fn func(name string, value []byte) bool)
 // untouched here): its old content is dropped and the new one is fetched
 // on first read. The origin's change time becomes the new ctime.
 func (s *Store) ReplaceRemote(ino uint64, size uint64, mtime int64, o Origin) (Attr, error) {
+	s.enter()
+	defer s.leave()
 	return s.replaceRemote(nil, ino, size, mtime, o)
 }
 

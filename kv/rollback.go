@@ -57,6 +57,8 @@ var rollbackBatch = 4 << 20
 type RollbackInfo struct {
 	Name string `json:"name"` // the snapshot
 	Seq  uint64 `json:"seq"`  // the journal record of the rollback
+	// Held is how long an open store's rollback held every call off.
+	Held time.Duration `json:"held_ns,omitempty"`
 }
 
 // Rollback puts the store in dir, which must not be open, back to its
@@ -96,7 +98,7 @@ func Rollback(dir, name string, opts Options) (RollbackInfo, error) {
 	if err := syncDir(live.dir); err != nil {
 		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
 	}
-	if err := swapRollback(live.dir); err != nil {
+	if err := swapRollback(live.dir, true); err != nil {
 		return RollbackInfo{}, fmt.Errorf("rollback to %s (the next open finishes it): %w", name, err)
 	}
 	return info, nil
@@ -182,10 +184,12 @@ func (ns *Store) takeHistory(s *Store, name string) (RollbackInfo, error) {
 }
 
 // swapRollback puts the new database and blobs of a committed rollback
-// (dir/.rollback-new) in place of the store's, and removes the old ones.
+// (dir/.rollback-new) in place of the store's, and removes the old ones
+// (dir/.rollback-old) if removeOld: an open store's rollback removes them
+// once calls go on, and the next open if it could not.
 // Each step can be done again after a crash: a part is moved to
 // .rollback-old only while the new one waits, and then the new one in.
-func swapRollback(dir string) error {
+func swapRollback(dir string, removeOld bool) error {
 	newDir, oldDir := filepath.Join(dir, rollbackNew), filepath.Join(dir, rollbackOld)
 	if err := os.MkdirAll(oldDir, 0o700); err != nil {
 		return err
@@ -208,7 +212,7 @@ func swapRollback(dir string) error {
 	if err := syncDir(dir); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(newDir); err != nil {
+	if err := os.RemoveAll(newDir); err != nil || !removeOld {
 		return err
 	}
 	return os.RemoveAll(oldDir)
@@ -228,10 +232,188 @@ func finishRollback(dir string) error {
 	}
 	defer lock.Close()
 	if _, err := os.Lstat(filepath.Join(dir, rollbackNew)); err == nil {
-		if err := swapRollback(dir); err != nil {
+		if err := swapRollback(dir, true); err != nil {
 			return fmt.Errorf("store %s: finish a rollback: %w", dir, err)
 		}
 		return nil
 	}
 	return os.RemoveAll(filepath.Join(dir, rollbackOld))
+}
+
+// ErrRollbackFailed wraps the error of a rollback of an open store that
+// failed after its commit point and could not open the new database: the
+// store keeps every caller waiting, and the next Open (a restart of the
+// daemon) finishes the rollback.
+var ErrRollbackFailed = errors.New("the store could not be opened again after its rollback; restart it (the next open finishes the rollback)")
+
+// Rollback puts the open store back to its snapshot name while it is in
+// use, as the function Rollback does for a closed one (the same split of
+// what becomes the snapshot's and what stays the store's, the same
+// JRollback record, the same crash-safe swap). The snapshot's fork is
+// made and opened first (its log replayed) while the store goes on; then
+// every call is held off at the gate (gate.go), reads included, the
+// store's history is copied into the fork, the fork is committed, the
+// live database and blob files are closed, db/ and blobs/ swapped, the
+// new database opened in their place, every in-memory cache of the old
+// one (attributes, tails, paths, pins, orphans) dropped, and Generation
+// incremented before calls go on.
+//
+// What callers hold from before is theirs to drop: file handles (the FUSE
+// server fails them with EIO), the kernel's caches, and blob files open
+// for passthrough, whose files were moved aside with the old blobs/ and
+// removed, so a writer of one writes to a file nothing reads again.
+func (s *Store) Rollback(name string) (RollbackInfo, error) {
+	return s.RollbackWith(name, RollbackHooks{})
+}
+
+// RollbackHooks let the layer above a store (the FUSE server) take part
+// in a rollback of the open store.
+type RollbackHooks struct {
+	// Ready is called once the snapshot's fork is made and opened, before
+	// calls are held off: the layer above holds off its own state's
+	// changes that call the store (opens, releases) from here until
+	// RollbackWith returns. Calls that passed it before must be able to
+	// finish.
+	Ready func()
+	// Held is called while every call is held off, after the commit
+	// point and before the swap, with the old state to read (Listing; the
+	// store's methods would wait).
+	Held func(old Listing)
+}
+
+// Listing reads the store's state while a rollback holds every call off.
+type Listing interface {
+	// Entries calls fn for each entry of directory dir, in name order,
+	// until fn returns false (nothing for an inode that is not one).
+	Entries(dir uint64, fn func(Dirent) bool) error
+}
+
+type heldListing struct{ s *Store }
+
+func (l heldListing) Entries(dir uint64, fn func(Dirent) bool) error {
+	return l.s.readDir(dir, "", fn)
+}
+
+// RollbackWith is Rollback with the layer above's hooks.
+func (s *Store) RollbackWith(name string, hooks RollbackHooks) (RollbackInfo, error) {
+	snap, err := SnapshotDir(s.dir, name)
+	if err != nil {
+		return RollbackInfo{}, err
+	}
+	s.rollMu.Lock()
+	defer s.rollMu.Unlock()
+	if s.closed.Load() {
+		return RollbackInfo{}, errors.New("store is closed")
+	}
+	if err := s.space.check(0); err != nil {
+		return RollbackInfo{}, err
+	}
+	if s.blobs.source != nil {
+		// A lazily resumed store's fetch finishes first: what it would
+		// bring afterwards is the old state's, into the new blobs.
+		if err := s.blobs.source.FetchAll(); err != nil {
+			return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
+		}
+	}
+	tmp := filepath.Join(s.dir, snapshotsDir, rollbackTmp)
+	fail := func(err error) (RollbackInfo, error) {
+		os.RemoveAll(tmp)
+		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w", name, err)
+	}
+	if err := os.RemoveAll(tmp); err != nil {
+		return fail(err)
+	}
+	if err := linkTree(snap, tmp); err != nil {
+		return fail(err)
+	}
+	ns, err := Open(tmp, Options{Logger: s.log, MinFree: -1, Ballast: -1, NoJournal: true})
+	if err != nil {
+		return fail(err)
+	}
+	// The snapshot's copied log, replayed by this open, goes to a table
+	// now: else the reopen below replays it again while calls are held.
+	if err := ns.WriteTables(); err != nil {
+		ns.Close()
+		return fail(err)
+	}
+	if hooks.Ready != nil {
+		hooks.Ready()
+	}
+	s.closeGate()
+	keepClosed := false
+	defer func() {
+		if !keepClosed {
+			s.openGate()
+		}
+	}()
+	start := time.Now()
+	if s.closed.Load() {
+		ns.Close()
+		return fail(errors.New("store is closed"))
+	}
+	info, err := ns.takeHistory(s, name)
+	if cerr := ns.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(s.dir, rollbackNew))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fail(err) // the next open finishes it, or this is tried again
+	}
+	// The commit point is passed: from here the store is the snapshot's,
+	// now or at the next open.
+	if hooks.Held != nil {
+		hooks.Held(heldListing{s})
+	}
+	if err := s.swapOpen(); err != nil {
+		s.log.Error("store: rollback: the new database cannot be opened; calls wait", "err", err)
+		keepClosed = true
+		return RollbackInfo{}, fmt.Errorf("rollback to %s: %w: %w", name, ErrRollbackFailed, err)
+	}
+	s.gate.gen.Add(1)
+	info.Held = time.Since(start)
+	s.openGate()
+	s.log.Info("store: rolled back", "snapshot", name, "seq", info.Seq, "held", info.Held)
+	if err := os.RemoveAll(filepath.Join(s.dir, rollbackOld)); err != nil {
+		s.log.Warn("store: rollback: removing the old database (the next open does)", "err", err)
+	}
+	return info, nil
+}
+
+// swapOpen closes the live database and blob files, swaps the committed
+// rollback's in (swapRollback) and opens them as the store. Every call is
+// out of the gate.
+func (s *Store) swapOpen() error {
+	// Pins go without a record: their blobs are the old state's.
+	s.pins.seq.Add(1)
+	s.pins.mu.Lock()
+	for ino, p := range s.pins.m {
+		delete(s.pins.m, ino)
+		p.release()
+	}
+	s.pins.n.Store(0)
+	s.pins.mu.Unlock()
+	s.pins.seq.Add(1)
+	s.releaseCache()
+	s.blobs.closeAll()
+	if err := s.db.Close(); err != nil {
+		s.log.Warn("store: rollback: closing the old database", "err", err)
+	}
+	if err := swapRollback(s.dir, false); err != nil {
+		return err
+	}
+	s.attrs = newAttrCache(attrCacheSize) // tails with it
+	s.orphans = make(map[uint64]struct{})
+	s.dirMoves.Add(2) // paths cached by the layers above are stale (even: no move under way)
+	s.cacheKeeper.mu.Lock()
+	s.cacheKeeper.closed, s.cacheKeeper.release = false, nil
+	s.cacheKeeper.mu.Unlock()
+	s.blobs.mu.Lock()
+	s.blobs.dirty = make(map[uint64]struct{})
+	s.blobs.mu.Unlock()
+	return s.openDB(s.opts, false)
 }

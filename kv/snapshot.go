@@ -101,6 +101,8 @@ func (s *Store) snapshotPath(name string) string {
 // Snapshot takes the snapshot name of the store's current state. It fails
 // with ErrSnapshotExists if the name is taken.
 func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
+	s.enter()
+	defer s.leave()
 	if err := CheckSnapshotName(name); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -479,6 +481,12 @@ func snapshotInfo(dir string) (SnapshotInfo, error) {
 
 // DeleteSnapshot removes the snapshot name.
 func (s *Store) DeleteSnapshot(name string) error {
+	// Not while a rollback links a snapshot; rollMu before the gate, which
+	// a rollback closes while it holds rollMu.
+	s.rollMu.Lock()
+	defer s.rollMu.Unlock()
+	s.enter()
+	defer s.leave()
 	if err := CheckSnapshotName(name); err != nil {
 		return err
 	}
@@ -506,6 +514,8 @@ func (s *Store) DeleteSnapshot(name string) error {
 // store is closed; Open opens it. It shares the unchanged tables and blobs
 // with this store (links: dst must be on the same file system).
 func (s *Store) Fork(dst, from string) error {
+	s.enter()
+	defer s.leave()
 	dst, err := filepath.Abs(dst)
 	if err != nil {
 		return err
@@ -671,6 +681,8 @@ func syncDir(dir string) error { return syncPath(dir) }
 // returns the inodes it changed. It takes no inode locks: it is for a
 // store that nothing else uses yet (a fork before its first mount).
 func (s *Store) ChangeOwners(from, to Owner) (int, error) {
+	s.enter()
+	defer s.leave()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxInode}, UpperBound: []byte{pfxInode + 1}})
 	if err != nil {
 		return 0, err

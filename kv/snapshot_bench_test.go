@@ -119,64 +119,93 @@ func BenchmarkChangeOwners(b *testing.B) {
 // tenth of the files were rewritten and as many made: the time of a whole
 // Rollback (the store opened, the new database built from links with the
 // journal copied in, the swap, the old one removed) and the journal it
-// copied (records). Run with:
+// copied (records). The open/ rows roll the store back while it is open
+// (Store.Rollback, as a mounted workspace is) and report how long every
+// call was held off (held-ms). Run with:
 //
 //	go test -tags seccomp -run '^$' -bench Rollback -benchtime 3x ./kv/
 func BenchmarkRollback(b *testing.B) {
-	for _, size := range []int64{100 << 20, 1 << 30} {
-		for _, kind := range []struct {
-			name string
-			file int
-		}{{"small", 32 << 10}, {"big", 8 << 20}} {
-			b.Run(fmt.Sprintf("%dMB/%s", size>>20, kind.name), func(b *testing.B) {
-				dir := filepath.Join(b.TempDir(), "store")
-				s, err := Open(dir, quietOptions())
+	for _, open := range []bool{false, true} {
+		for _, size := range []int64{100 << 20, 1 << 30} {
+			for _, kind := range []struct {
+				name string
+				file int
+			}{{"small", 32 << 10}, {"big", 8 << 20}} {
+				name := fmt.Sprintf("%dMB/%s", size>>20, kind.name)
+				if open {
+					name = "open/" + name
+				}
+				benchRollback(b, name, open, size, kind.file)
+			}
+		}
+	}
+}
+
+func benchRollback(b *testing.B, name string, open bool, size int64, file int) {
+	b.Run(name, func(b *testing.B) {
+		dir := filepath.Join(b.TempDir(), "store")
+		s, err := Open(dir, quietOptions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		data := pattern(7, file)
+		n := int(size / int64(file))
+		var inos []uint64
+		for i := 0; i < n; i++ {
+			a, err := s.Create(RootIno, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Write(a.Ino, 0, data); err != nil {
+				b.Fatal(err)
+			}
+			inos = append(inos, a.Ino)
+		}
+		if _, err := s.Snapshot("s0"); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		var records uint64
+		var held time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			if !open || i == 0 {
+				if s, err = Open(dir, quietOptions()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for j := 0; j < n/10+1; j++ {
+				if _, err := s.Write(inos[(j*7)%n], 0, data[:4096]); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Create(RootIno, fmt.Sprintf("new%d-%d", i, j), NewInode{Mode: S_IFREG | 0o644}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			records = s.LastSeq()
+			if open {
+				b.StartTimer()
+				info, err := s.Rollback("s0")
 				if err != nil {
 					b.Fatal(err)
 				}
-				data := pattern(7, kind.file)
-				n := int(size / int64(kind.file))
-				var inos []uint64
-				for i := 0; i < n; i++ {
-					a, err := s.Create(RootIno, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := s.Write(a.Ino, 0, data); err != nil {
-						b.Fatal(err)
-					}
-					inos = append(inos, a.Ino)
-				}
-				if _, err := s.Snapshot("s0"); err != nil {
-					b.Fatal(err)
-				}
-				s.Close()
-				var records uint64
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					if s, err = Open(dir, quietOptions()); err != nil {
-						b.Fatal(err)
-					}
-					for j := 0; j < n/10+1; j++ {
-						if _, err := s.Write(inos[(j*7)%n], 0, data[:4096]); err != nil {
-							b.Fatal(err)
-						}
-						if _, err := s.Create(RootIno, fmt.Sprintf("new%d-%d", i, j), NewInode{Mode: S_IFREG | 0o644}); err != nil {
-							b.Fatal(err)
-						}
-					}
-					records = s.LastSeq()
-					if err := s.Close(); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-					if _, err := Rollback(dir, "s0", quietOptions()); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(records), "records")
-			})
+				held += info.Held
+				continue
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := Rollback(dir, "s0", quietOptions()); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+		if open {
+			b.StopTimer()
+			s.Close()
+			b.ReportMetric(float64(held.Microseconds())/1000/float64(b.N), "held-ms")
+		}
+		b.ReportMetric(float64(records), "records")
+	})
 }

@@ -150,6 +150,10 @@ type Store struct {
 	unsynced       atomic.Bool  // operations committed since the last sync
 	stop           chan struct{}
 	flusherWG      sync.WaitGroup
+
+	opts   Options    // as Open completed them, for the reopen after a rollback
+	gate   gate       // every exported method passes it (gate.go)
+	rollMu sync.Mutex // one rollback at a time
 }
 
 // Open opens the store in dir, creating a new empty one if dir does not
@@ -197,7 +201,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize)}
+	s := &Store{dir: dir, lock: lock, log: opts.Logger, stop: make(chan struct{}), orphans: make(map[uint64]struct{}), attrs: newAttrCache(attrCacheSize), opts: opts}
 	s.quotaHits = make(chan struct{}, 1)
 	s.blobs = blobStore{dir: filepath.Join(dir, "blobs"), noSync: opts.NoSync, source: opts.Blobs, open: make(map[uint64]*openBlob), dirty: make(map[uint64]struct{})}
 	s.pins.m = make(map[uint64]*pin)
@@ -471,7 +475,7 @@ func (s *Store) purgeOrphans() error {
 	}
 	for _, ino := range orphans {
 		b := s.db.NewBatch()
-		a, err := s.GetAttr(ino)
+		a, err := s.storedAttr(ino) // no pins yet; storedAttr passes no gate (a rollback's reopen)
 		if err == nil || err == ErrNotFound {
 			err = s.deleteInode(b, ino, &a)
 		}
@@ -510,6 +514,8 @@ func (s *Store) Dir() string { return s.dir }
 
 // Close syncs and closes the store. It is safe to call more than once.
 func (s *Store) Close() error {
+	s.enter()
+	defer s.leave()
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -585,6 +591,8 @@ func dropOldLogs(dir string) error {
 // It fails with ErrNoSpace while the store is low on space: the flush
 // starts a new log, and Pebble cannot survive a log it cannot write.
 func (s *Store) WriteTables() error {
+	s.enter()
+	defer s.leave()
 	if err := s.space.check(0); err != nil {
 		return err
 	}
@@ -597,6 +605,8 @@ func (s *Store) WriteTables() error {
 // Flush hands every committed operation to the operating system, so that it
 // survives a crash of this process.
 func (s *Store) Flush() error {
+	s.enter()
+	defer s.leave()
 	if !s.dirty.Load() {
 		return nil
 	}
@@ -613,6 +623,8 @@ func (s *Store) flushNow() error {
 
 // Sync writes every committed operation to stable storage.
 func (s *Store) Sync() error {
+	s.enter()
+	defer s.leave()
 	s.fs.hard.Add(1)
 	defer s.fs.hard.Add(-1)
 	s.dirty.Store(false)
@@ -638,6 +650,7 @@ func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
 			return
 		case <-tick.C:
 		}
+		s.enter() // against a rollback's swap of the database (gate.go)
 		if s.cacheChecks.Load() > 0 {
 			s.cacheChecks.Add(-1)
 			s.adjustCache()
@@ -649,6 +662,7 @@ func (s *Store) flusher(flushEvery, syncEvery time.Duration) {
 		} else {
 			err = s.Flush()
 		}
+		s.leave()
 		if err != nil {
 			s.log.Error("store: background flush failed", "err", err)
 		}
@@ -794,4 +808,8 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 
 // Metrics returns Pebble's metrics report (levels, flushes, compactions,
 // write amplification), for diagnostics.
-func (s *Store) Metrics() string { return s.db.Metrics().String() }
+func (s *Store) Metrics() string {
+	s.enter()
+	defer s.leave()
+	return s.db.Metrics().String()
+}

@@ -17,6 +17,8 @@ import (
 // record instead of joining it. A reader that has seen every record up to
 // the returned number has seen them in their final form.
 func (s *Store) SealJournal() uint64 {
+	s.enter()
+	defer s.leave()
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
 	s.jlast = Record{}
@@ -35,6 +37,8 @@ type OriginUpdate struct {
 // gone meanwhile) and meta values set and deleted (cursor, manifest,
 // conflicts). Either all of it survives a crash or none of it.
 func (s *Store) CommitSync(origins []OriginUpdate, set map[string][]byte, del []string) error {
+	s.enter()
+	defer s.leave()
 	inos := make([]uint64, 0, len(origins))
 	for _, u := range origins {
 		inos = append(inos, u.Ino)
@@ -83,6 +87,8 @@ func (s *Store) CommitSync(origins []OriginUpdate, set map[string][]byte, del []
 // carries the sequence numbering across restarts). It returns how many
 // records went.
 func (s *Store) TrimJournal(upto uint64, before int64) (int, error) {
+	s.enter()
+	defer s.leave()
 	s.trimMu.Lock() // two trims would count the same records off twice
 	defer s.trimMu.Unlock()
 	last := s.SealJournal()
@@ -132,6 +138,8 @@ func (s *Store) TrimJournal(upto uint64, before int64) (int, error) {
 // JournalSpan returns the sequence numbers of the oldest and newest
 // journal records (0, 0 when there are none).
 func (s *Store) JournalSpan() (first, last uint64, err error) {
+	s.enter()
+	defer s.leave()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxJournal}, UpperBound: []byte{pfxJournal + 1}})
 	if err != nil {
 		return 0, 0, err

@@ -221,6 +221,8 @@ type UsageReport struct {
 
 // UsageDetail returns the count in its parts.
 func (s *Store) UsageDetail() UsageReport {
+	s.enter()
+	defer s.leave()
 	u, q := s.usageNow(), s.quota.Load()
 	return UsageReport{Files: u.files, Journal: u.journal, Audit: u.audit, Used: u.total(), Quota: q, Grace: QuotaGrace(q)}
 }

@@ -57,6 +57,8 @@ func checkXattrName(name string) error {
 // usually in memory: the kernel asks for security.capability before the
 // first write to every file, and after every chown.
 func (s *Store) GetXattr(ino uint64, name string) ([]byte, error) {
+	s.enter()
+	defer s.leave()
 	if err := checkXattrName(name); err != nil {
 		return nil, err
 	}
@@ -77,6 +79,8 @@ func (s *Store) GetXattr(ino uint64, name string) ([]byte, error) {
 // ListXattr returns the names of an inode's extended attributes, without a
 // scan for an inode that never had one (FlagNoXattrs).
 func (s *Store) ListXattr(ino uint64) ([]string, error) {
+	s.enter()
+	defer s.leave()
 	a, err := s.GetAttr(ino)
 	if err != nil {
 		return nil, err
@@ -98,6 +102,8 @@ func (s *Store) ListXattr(ino uint64) ([]string, error) {
 
 // SetXattr sets an extended attribute; flags is 0, XattrCreate or XattrReplace.
 func (s *Store) SetXattr(ino uint64, name string, value []byte, flags uint32) error {
+	s.enter()
+	defer s.leave()
 	return s.setXattr(nil, ino, name, value, flags)
 }
 
@@ -159,7 +165,11 @@ func (s *Store) setXattr(actor *Actor, ino uint64, name string, value []byte, fl
 }
 
 // RemoveXattr removes an extended attribute.
-func (s *Store) RemoveXattr(ino uint64, name string) error { return s.removeXattr(nil, ino, name) }
+func (s *Store) RemoveXattr(ino uint64, name string) error {
+	s.enter()
+	defer s.leave()
+	return s.removeXattr(nil, ino, name)
+}
 
 func (s *Store) removeXattr(actor *Actor, ino uint64, name string) error {
 	unlock := s.lockInodes(ino)
@@ -202,6 +212,8 @@ const maxInodes = 1 << 32
 
 // StatFs reports the store's capacity.
 func (s *Store) StatFs() (StatFs, error) {
+	s.enter()
+	defer s.leave()
 	var st unix.Statfs_t
 	if err := unix.Statfs(s.dir, &st); err != nil {
 		return StatFs{}, err

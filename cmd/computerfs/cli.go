@@ -69,12 +69,12 @@ func init() {
 			example: "computerfs fork -w /mnt/ws --from before-refactor --store /var/lib/computerfs/ws-try1",
 			details: "The fork shares unchanged data with its parent (copy-on-write), has an agent identity of its\n" +
 				"own, and is mounted with computerfs mount --store DIR."},
-		{name: "rollback", args: "--store DIR NAME", run: cmdRollback,
-			summary: "put a store that is not mounted back to one of its snapshots",
-			example: "computerfs rollback --store /var/lib/computerfs/ws before-refactor",
+		{name: "rollback", args: "(-w MOUNTPOINT | --store DIR) NAME", run: cmdRollback,
+			summary: "put a workspace back to one of its snapshots",
+			example: "computerfs rollback -w /mnt/ws before-refactor",
 			details: "The files become the snapshot's; the journal goes on with a rollback record (sync back then\n" +
 				"compares every file with the remote), and the audit, spec, sync state and snapshots stay.\n" +
-				"A mounted workspace (-w) is not supported yet: computerfs unmount MOUNTPOINT first."},
+				"Mounted (-w): files programs still have open fail with EIO; new opens see the snapshot."},
 		{name: "unmount", args: "[--timeout D] MOUNTPOINT", run: cmdUnmount,
 			summary: "unmount a workspace and wait for its daemon to close the store (also: umount)",
 			example: "computerfs unmount /mnt/ws"},

@@ -197,12 +197,12 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// cmdRollback puts a store that is not mounted back to one of its
-// snapshots. A mounted workspace (-w) is refused: not built yet.
+// cmdRollback puts a mounted workspace (-w, through its daemon) or a
+// store that is not mounted (--store) back to one of its snapshots.
 func cmdRollback(args []string, stdout, stderr io.Writer) error {
 	fset := newFlags("rollback")
-	mount := fset.String("w", "", "a mounted workspace (not supported yet: unmount it and use --store)")
-	store := fset.String("store", "", "the store, not mounted")
+	mount := fset.String("w", "", "the mount point of the workspace")
+	store := fset.String("store", "", "a store that is not mounted")
 	asJSON := fset.Bool("json", false, "print JSON")
 	pos, err := parse(fset, args, stdout)
 	if err != nil {
@@ -214,19 +214,26 @@ func cmdRollback(args []string, stdout, stderr io.Writer) error {
 	if err := needArgs(pos, "NAME"); err != nil {
 		return err
 	}
-	if *mount != "" {
-		return computerfs.ErrRollbackMounted
-	}
-	log, err := newLogger(stderr, "warn", "text")
-	if err != nil {
-		return err
-	}
 	start := time.Now()
-	info, err := computerfs.RollbackStore(*store, pos[0], log)
-	if err != nil {
-		return mountedAdvice(err, func(mp string) string {
-			return "unmount it first (computerfs unmount " + mp + "): rollback of a mounted workspace is not supported yet"
-		})
+	var info computerfs.RollbackInfo
+	if *mount != "" {
+		c, err := computerfs.Dial(*mount)
+		if err != nil {
+			return err
+		}
+		res, err := c.Rollback(context.Background(), pos[0])
+		if err != nil {
+			return err
+		}
+		info = res.RollbackInfo
+	} else {
+		log, err := newLogger(stderr, "warn", "text")
+		if err != nil {
+			return err
+		}
+		if info, err = computerfs.RollbackStore(*store, pos[0], log); err != nil {
+			return mountedAdvice(err, useW)
+		}
 	}
 	if *asJSON {
 		return printJSON(stdout, info)
