@@ -154,7 +154,7 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 	}
 	stop := lease.Keep(c, loc, o.LeaseTTL, nil)
 	stats, etag, err := hibernate.Upload(ctx, c, loc, store, hibernate.UploadOptions{
-		StoreID: st.StoreID, BaseETag: st.ManifestETag, Host: host,
+		StoreID: st.StoreID, BaseETag: st.ManifestETag, Host: host, Holder: st.Holder,
 		BeforeManifest: func(ctx context.Context) error {
 			// The lease must still be ours when the image changes hands.
 			if err := stop(); err != nil {

@@ -174,6 +174,18 @@ func TestUploadRefuses(t *testing.T) {
 	if _, _, err := Upload(ctx, e.c, e.loc, src, UploadOptions{StoreID: "a"}); !errors.Is(err, ErrImageChanged) {
 		t.Fatalf("no base, an image there: %v", err)
 	}
+	// An image this store wrote under its holder id, whose ETag a killed
+	// run never recorded, is its own; another holder's is not.
+	_, mine, err := Upload(ctx, e.c, e.loc, src, UploadOptions{StoreID: "a", BaseETag: etag, Holder: "h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Upload(ctx, e.c, e.loc, src, UploadOptions{StoreID: "a", BaseETag: etag, Holder: "h2"}); !errors.Is(err, ErrImageChanged) {
+		t.Fatalf("another holder's image: %v", err)
+	}
+	if _, etag, err = Upload(ctx, e.c, e.loc, src, UploadOptions{StoreID: "a", BaseETag: etag, Holder: "h1"}); err != nil || etag == mine {
+		t.Fatalf("this holder's own image, its ETag unrecorded: %v (etag %s, was %s)", err, etag, mine)
+	}
 	other := []byte(`{"format":"something-else","version":3}`)
 	e.srv.Put(t, e.loc.Bucket, e.loc.key(manifestName), other)
 	if _, _, err := Upload(ctx, e.c, e.loc, src, UploadOptions{StoreID: "a", BaseETag: etag}); !errors.Is(err, ErrFormat) {

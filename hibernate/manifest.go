@@ -47,10 +47,12 @@ var (
 
 // Manifest lists the files of a hibernated store.
 type Manifest struct {
-	Format    string    `json:"format"`
-	Version   int       `json:"version"`
-	StoreID   string    `json:"store_id"` // the store's identity (State.StoreID)
-	Host      string    `json:"host"`     // the host that wrote the image
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	StoreID string `json:"store_id"` // the store's identity (State.StoreID)
+	Host    string `json:"host"`     // the host that wrote the image
+	// Holder is the lease holder id of the store that wrote it (State.Holder).
+	Holder    string    `json:"holder,omitempty"`
 	Created   time.Time `json:"created"`
 	ChunkSize int64     `json:"chunk_size"`
 	Files     []File    `json:"files"`

@@ -53,6 +53,11 @@ type UploadOptions struct {
 	// (ErrImageChanged) rather than lose their image.
 	BaseETag string
 	Host     string
+	// Holder is the store's lease holder id: a manifest of the same store
+	// and holder with another ETag than BaseETag is this store's own,
+	// from a run that ended after writing it and before recording its ETag
+	// (killed): it is the base too.
+	Holder   string
 	Parallel int // concurrent requests (default 8)
 	// BeforeManifest, if set, runs once every object is there and before
 	// the manifest is written: an error stops the upload (the lease is
@@ -93,11 +98,11 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 		return Stats{}, "", fmt.Errorf("%s: %w (refusing to overwrite it)", loc, err)
 	case old.StoreID != o.StoreID:
 		return Stats{}, "", fmt.Errorf("%s: %w (store %s, this is %s, from host %s)", loc, ErrOtherStore, old.StoreID, o.StoreID, old.Host)
-	case etag != o.BaseETag:
+	case etag != o.BaseETag && (o.Holder == "" || old.Holder != o.Holder):
 		return Stats{}, "", fmt.Errorf("%s: %w (written by host %s at %s)", loc, ErrImageChanged, old.Host, old.Created.Format(time.RFC3339))
 	}
 
-	m := &Manifest{Format: Format, Version: Version, StoreID: o.StoreID, Host: o.Host, Created: time.Now().UTC(), ChunkSize: ChunkSize}
+	m := &Manifest{Format: Format, Version: Version, StoreID: o.StoreID, Host: o.Host, Holder: o.Holder, Created: time.Now().UTC(), ChunkSize: ChunkSize}
 	if m.Files, err = listStore(dir); err != nil {
 		return Stats{}, "", err
 	}
