@@ -1,0 +1,83 @@
+package shell
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/computerfs/computerfs/internal/gittest"
+)
+
+// The git forms agents use (issue 19), each compared with the git CLI on
+// stdout, stderr and the exit status, and checked by the CLI afterwards.
+
+// sameAll runs script on both sides of a pair and fails the test if
+// stdout, stderr or the status differ.
+func (p *gitPair) sameAll(t *testing.T, script string) string {
+	t.Helper()
+	got, gerr, gcode := fastGit(t, p.s, script)
+	want, werr, wcode := realGit(t, p.base, script)
+	werr = strings.ReplaceAll(werr, p.base+"/w", "/workspace")
+	if got != want || gcode != wcode || gerr != werr {
+		t.Errorf("%s\n--- fast path status %d, stderr %q; git status %d, stderr %q\n%s", script, gcode, gerr, wcode, werr, firstDiff(got, want))
+	}
+	return got
+}
+
+// buildFormsOrigin is buildGitOrigin with a merge, a tag, a rename and a
+// binary file, and a branch that only the remote has.
+func buildFormsOrigin(t testing.TB) string {
+	dir := buildGitOrigin(t)
+	gittest.Git(t, dir, "tag", "v0.1", "HEAD~2")
+	gittest.Git(t, dir, "tag", "-a", "-m", "release 0.2", "v0.2", "HEAD~1")
+	gittest.Git(t, dir, "checkout", "-q", "feature")
+	gittest.Commit(t, dir, map[string]string{"feature.txt": "feature work\n", "data/blob.bin": "\x00\x01\x02binary\x00"}, "Feature: add feature.txt")
+	gittest.Git(t, dir, "checkout", "-q", "main")
+	gittest.Git(t, dir, "merge", "-q", "--no-ff", "-m", "Merge branch 'feature'", "feature")
+	gittest.Git(t, dir, "mv", "docs/guide.md", "docs/manual.md")
+	gittest.Commit(t, dir, nil, "docs: rename the guide")
+	gittest.Branch(t, dir, "remote-only")
+	return dir
+}
+
+// TestGitQuiet: -q prints nothing, on stdout or stderr, and the reflog is
+// written (so "-" goes back) even without an identity.
+func TestGitQuiet(t *testing.T) {
+	origin := buildFormsOrigin(t)
+	for _, s := range []string{
+		"git switch -q main; git checkout -q main; git switch main; git checkout main",
+		"git switch -q feature && git switch -q main && git switch -q - && git branch --show-current",
+		"git checkout -q feature && git checkout -q - && git branch --show-current && git checkout -q @{-1} 2>/dev/null; git branch --show-current",
+		"git checkout -q -b t1 && git switch -q -c t2 && git switch -q --detach HEAD~1 && git switch -q t1 && git status -sb",
+		"git branch -q t4 && git branch -q -m t4 t5 && git branch -q -D t5 && git branch -q",
+		"git branch -q --delete nosuch; echo $?",
+		"git branch t6 origin/feature && git checkout -b t7 origin/feature && git switch -c t8 origin/feature && git status -sb && git config branch.t6.merge",
+		"git checkout -q -b t9 origin/remote-only && git status -sb",
+		"git switch remote-only && git status -sb && git config branch.remote-only.remote",
+		"git checkout -q remote-only && git status -sb",
+		"git branch -v; git branch -q -v",
+	} {
+		p := newGitPair(t, origin)
+		p.sameAll(t, s)
+		exportCheck(t, p.fs, "/repo")
+	}
+}
+
+// TestGitReflogNoIdentity: with no identity anywhere, checkout still
+// writes HEAD's reflog, so "git checkout -" goes back to the branch.
+func TestGitReflogNoIdentity(t *testing.T) {
+	p := newGitPair(t, buildFormsOrigin(t))
+	script := "unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL EMAIL; git checkout -q feature && git checkout -q main && git checkout -q - && git branch --show-current && git switch -q - && git branch --show-current"
+	got, gerr, code := fastGit(t, p.s, script)
+	if code != 0 || got != "feature\nmain\n" {
+		t.Fatalf("status %d, out %q, err %q", code, got, gerr)
+	}
+	// the real git reads the entries (and goes back with them too)
+	dir := exportRepo(t, p.fs, "/repo")
+	if out := gittest.Git(t, dir, "reflog", "-1", "--format=%gs"); out != "checkout: moving from feature to main" {
+		t.Errorf("git reflog: %q", out)
+	}
+	gittest.Git(t, dir, "checkout", "-q", "-")
+	if out := gittest.Git(t, dir, "branch", "--show-current"); out != "feature" {
+		t.Errorf("git checkout - after the fast path went to %q", out)
+	}
+}
