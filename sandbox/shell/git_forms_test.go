@@ -81,3 +81,26 @@ func TestGitReflogNoIdentity(t *testing.T) {
 		t.Errorf("git checkout - after the fast path went to %q", out)
 	}
 }
+
+// TestGitRevListAndFilters: rev-list and the commit filters of log, on a
+// history with a merge, a tag and commits on several days.
+func TestGitRevListAndFilters(t *testing.T) {
+	origin := buildFormsOrigin(t)
+	p := newGitPair(t, origin)
+	for _, s := range []string{
+		"git rev-list HEAD; git rev-list --count HEAD; git rev-list --all --count; git rev-list -n 2 HEAD; git rev-list -3 --reverse HEAD",
+		"git rev-list main..feature; git rev-list feature..main --count; git rev-list ^HEAD~2 HEAD; git rev-list --reverse HEAD~3..HEAD",
+		"git rev-list --no-merges --count HEAD; git rev-list --merges HEAD; git rev-list --first-parent HEAD --abbrev-commit",
+		"git rev-list HEAD -- docs; git rev-list --count HEAD -- README.md; git rev-list v0.1; git rev-list --count v0.2..HEAD",
+		"git rev-list; echo $?; git rev-list nosuch; echo $?; git rev-list ^HEAD; echo $?",
+		"git log --oneline --grep=API; git log --oneline --grep=api; git log --oneline -i --grep=api; git log --format=%s --grep='^util'",
+		"git log --oneline --grep=README --grep=API; git log --oneline --all-match --grep=gopher --grep=README; git log --oneline --invert-grep --grep=Merge",
+		"git log --oneline -E --grep='API|util'; git log --oneline -F --grep='a.d'; git log --oneline --grep='a.d'",
+		"git log --oneline --author=Gittest; git log --oneline --author=nobody; git log --oneline -i --author=gittest -1; git log --oneline --committer=Gittest -2",
+		"git log --oneline --since='10 years ago'; git log --oneline --until='10 years ago'; git log --oneline --since=2000-01-01 --until=2100-01-01",
+		"git log --format='%h %cI' --since='2024-01-02 03:06:05'; git log --oneline --until='2024-01-02T03:06:05+00:00'; git log --oneline --since=2024-01-02; git rev-list --count --since='2 weeks ago' HEAD",
+		"git log --oneline --merges; git log --oneline --no-merges -3; git log --grep=nothing; echo $?",
+	} {
+		p.sameAll(t, s)
+	}
+}

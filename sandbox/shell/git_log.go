@@ -15,7 +15,7 @@ import (
 
 func init() {
 	logFlags := append([]string{"--oneline", "--max-count=|-n", "--reverse", "--format=|--pretty=", "--no-decorate",
-		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--author=", "--graph"}, diffFlagSpecs...)
+		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--graph"}, append(commitFilterFlags, diffFlagSpecs...)...)
 	gitSubs["log"] = &gitSub{run: gitLog, flags: flags(logFlags...), numeric: true}
 	gitChecks["log"] = checkLogOpts
 	gitSubs["show"] = &gitSub{run: gitShow, flags: flags(append([]string{"--oneline", "--format=|--pretty=", "--no-decorate", "--abbrev-commit", "--quiet"}, diffFlagSpecs...)...)}
@@ -26,6 +26,9 @@ func init() {
 
 func checkLogOpts(a *gitArgs) string {
 	if why := checkDiffOpts(a); why != "" {
+		return why
+	}
+	if why := checkFilterOpts(a); why != "" {
 		return why
 	}
 	if a.has("--format") {
@@ -102,6 +105,10 @@ func (q *commitQueue) Pop() any {
 	return c
 }
 
+// errSkipParents from walk's function: do not walk on to this commit's
+// parents.
+var errSkipParents = errors.New("skip the parents")
+
 // walk lists the commits reachable from include and not from exclude,
 // newest first.
 func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn func(*object.Commit) (bool, error)) error {
@@ -130,6 +137,9 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 		c := heap.Pop(q).(*object.Commit)
 		if !hidden[c.Hash] {
 			more, err := fn(c)
+			if err == errSkipParents {
+				continue
+			}
 			if err != nil || !more {
 				return err
 			}
@@ -461,13 +471,51 @@ func (lp *logPrinter) print(c *object.Commit, cs []change) error {
 
 func gitLog(g *gitCmd) int {
 	a := g.a
+	lp := &logPrinter{g: g, lf: logFormat{builtin: "medium"}}
+	if err := lp.setup(); err != nil {
+		return g.usage(err.Error())
+	}
+	list, specs, code := g.listCommits(false)
+	if code >= 0 {
+		return code
+	}
+	lp.specs = specs
+	if a.has("--graph") {
+		for _, c := range list {
+			if c.NumParents() > 1 {
+				return g.usage("--graph of a history with merges is not supported")
+			}
+		}
+		lp.graph = true
+	}
+	for _, c := range list {
+		var cs []change
+		var err error
+		if len(lp.formats) > 0 && !lp.formats["none"] {
+			if cs, err = g.commitChanges(c, specs, !a.has("--no-renames")); err != nil {
+				return g.fatal("%v", err)
+			}
+		}
+		if err := lp.print(c, cs); err != nil {
+			return g.fatal("%v", err)
+		}
+	}
+	return 0
+}
+
+// listCommits lists the commits that git log or git rev-list shows for
+// the revisions, paths and filters of the command line, in order, and the
+// pathspecs. code is -1, or the status to return. needRev: with no
+// revision, fail as rev-list does rather than start at HEAD.
+func (g *gitCmd) listCommits(needRev bool) (list []*object.Commit, specs []string, code int) {
+	a := g.a
 	max := -1
 	if a.has("--max-count") {
 		max, _ = strconv.Atoi(a.val("--max-count"))
 	}
-	lp := &logPrinter{g: g, lf: logFormat{builtin: "medium"}}
-	if err := lp.setup(); err != nil {
-		return g.usage(err.Error())
+	f, err := g.commitFilter()
+	if err != nil {
+		return nil, nil, g.usage(err.Error())
 	}
 	// revisions, then paths
 	revs, paths := a.args[:argsBeforeDash(a)], a.args[argsBeforeDash(a):]
@@ -492,15 +540,14 @@ func gitLog(g *gitCmd) int {
 		revs, paths = a.args[:n], a.args[n:]
 		for _, p := range paths {
 			if _, err := g.wfs.Lstat(g.wsPath(absPath(g.dir, p))); err != nil {
-				return g.badRev(p, err)
+				return nil, nil, g.badRev(p, err)
 			}
 		}
 	}
-	specs, err := g.pathspecs(paths)
+	specs, err = g.pathspecs(paths)
 	if err != nil {
-		return g.fatal("%v", err)
+		return nil, nil, g.fatal("%v", err)
 	}
-	lp.specs = specs
 	var include, exclude []*object.Commit
 	add := func(r string, neg bool) error {
 		c, err := g.resolveCommit(r)
@@ -523,12 +570,12 @@ func gitLog(g *gitCmd) int {
 				y = "HEAD"
 			}
 			if add(x, true) != nil || add(y, false) != nil {
-				return g.badRev(r, nil)
+				return nil, nil, g.badRev(r, nil)
 			}
 			continue
 		}
 		if add(strings.TrimPrefix(r, "^"), strings.HasPrefix(r, "^")) != nil {
-			return g.badRev(r, nil)
+			return nil, nil, g.badRev(r, nil)
 		}
 	}
 	if a.has("--all") {
@@ -545,24 +592,38 @@ func gitLog(g *gitCmd) int {
 		}
 	}
 	if len(include) == 0 {
+		if needRev && len(revs) == 0 && !a.has("--all") {
+			g.out.Flush()
+			fmt.Fprint(g.stderr, revListUsage)
+			return nil, nil, 129
+		}
+		if len(revs) > 0 {
+			// only exclusions (rev-list ^A): nothing
+			return nil, specs, -1
+		}
 		head, branch, err := g.head()
 		if err != nil {
-			return g.fatal("%v", err)
+			return nil, nil, g.fatal("%v", err)
 		}
 		if head == nil {
-			return g.fatal("your current branch '%s' does not have any commits yet", branch)
+			return nil, nil, g.fatal("your current branch '%s' does not have any commits yet", branch)
 		}
 		include = append(include, head)
 	}
-	var list []*object.Commit
 	err = g.walk(include, exclude, a.has("--first-parent"), func(c *object.Commit) (bool, error) {
 		if max >= 0 && len(list) >= max && !a.has("--reverse") {
 			return false, nil
 		}
+		if f.tooOld(c) {
+			return false, errSkipParents
+		}
 		if a.has("--no-merges") && c.NumParents() > 1 {
 			return true, nil
 		}
-		if au := a.val("--author"); au != "" && !strings.Contains(c.Author.Name+" <"+c.Author.Email+">", au) {
+		if a.has("--merges") && c.NumParents() < 2 {
+			return true, nil
+		}
+		if !f.match(c) {
 			return true, nil
 		}
 		if len(specs) > 0 {
@@ -578,7 +639,7 @@ func gitLog(g *gitCmd) int {
 		return true, nil
 	})
 	if err != nil {
-		return g.fatal("%v", err)
+		return nil, nil, g.fatal("%v", err)
 	}
 	if a.has("--reverse") {
 		if max >= 0 && len(list) > max {
@@ -588,26 +649,7 @@ func gitLog(g *gitCmd) int {
 			list[i], list[j] = list[j], list[i]
 		}
 	}
-	if a.has("--graph") {
-		for _, c := range list {
-			if c.NumParents() > 1 {
-				return g.usage("--graph of a history with merges is not supported")
-			}
-		}
-		lp.graph = true
-	}
-	for _, c := range list {
-		var cs []change
-		if len(lp.formats) > 0 && !lp.formats["none"] {
-			if cs, err = g.commitChanges(c, specs, !a.has("--no-renames")); err != nil {
-				return g.fatal("%v", err)
-			}
-		}
-		if err := lp.print(c, cs); err != nil {
-			return g.fatal("%v", err)
-		}
-	}
-	return 0
+	return list, specs, -1
 }
 
 func (lp *logPrinter) setup() error {
