@@ -104,3 +104,19 @@ func TestGitRevListAndFilters(t *testing.T) {
 		p.sameAll(t, s)
 	}
 }
+
+// TestGitCatFile: each object type, by hash, revision, tag and path.
+func TestGitCatFile(t *testing.T) {
+	p := newGitPair(t, buildFormsOrigin(t))
+	for _, s := range []string{
+		"git cat-file -t HEAD; git cat-file -s HEAD; git cat-file -p HEAD; git cat-file commit HEAD~1",
+		"git cat-file -t HEAD^{tree}; git cat-file -p HEAD^{tree}; git cat-file -p HEAD:docs; git cat-file -t HEAD:docs",
+		"git cat-file -p HEAD:README.md; git cat-file blob HEAD:main.go; git cat-file -s HEAD:data/blob.bin; git cat-file -p HEAD:data/blob.bin | wc -c; git cat-file -p HEAD:main.go | head -2",
+		"git cat-file -t v0.2; git cat-file -p v0.2; git cat-file tag v0.2; git cat-file -t v0.1; git cat-file -p $(git rev-parse HEAD)",
+		"git cat-file -e HEAD && echo yes; git cat-file -e nosuch; echo $?; git cat-file -e 1234567890123456789012345678901234567890; echo $?",
+		"git cat-file -t 1234567890123456789012345678901234567890; echo $?; git cat-file -p HEAD:nosuch; echo $?; git cat-file blob HEAD; echo $?; git cat-file -p nosuch; echo $?",
+		"cd docs && git cat-file -p HEAD:docs/api.md; git cat-file -e HEAD:nosuch; echo $?",
+	} {
+		p.sameAll(t, s)
+	}
+}
