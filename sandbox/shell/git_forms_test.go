@@ -120,3 +120,20 @@ func TestGitCatFile(t *testing.T) {
 		p.sameAll(t, s)
 	}
 }
+
+// TestGitDescribe: annotated and lightweight tags, across a merge.
+func TestGitDescribe(t *testing.T) {
+	origin := buildFormsOrigin(t)
+	p := newGitPair(t, origin)
+	for _, s := range []string{
+		"git describe; git describe --tags; git describe --long; git describe --abbrev=0; git describe --tags --abbrev=4 HEAD~1; git describe v0.2",
+		"git describe HEAD~2; echo $?; git describe --tags HEAD~2; git describe --tags --long v0.1; git describe --always HEAD~4; echo $?",
+		"git describe feature; git describe --tags feature~1; git describe nosuch; echo $?",
+		"git tag -d v0.1 v0.2 >/dev/null; git describe; echo $?; git describe --always; git tag light && git describe; echo $?; git describe --tags",
+	} {
+		p.sameAll(t, s)
+	}
+	// no tags at all
+	p = newGitPair(t, buildGitOrigin(t))
+	p.sameAll(t, "git describe; echo $?; git describe --tags; echo $?; git describe --always --abbrev=10")
+}
