@@ -137,3 +137,22 @@ func TestGitDescribe(t *testing.T) {
 	p = newGitPair(t, buildGitOrigin(t))
 	p.sameAll(t, "git describe; echo $?; git describe --tags; echo $?; git describe --always --abbrev=10")
 }
+
+// TestGitClean: untracked files and directories, ignored ones, empty
+// directories, a nested repository, from the root and a subdirectory.
+func TestGitClean(t *testing.T) {
+	origin := buildFormsOrigin(t)
+	setup := "mkdir -p e4 u1 u3/empty mix sub/deep ig.log src/new && git init -q nested && echo n > nested/n && echo x > u1/a && echo y > top.txt && echo '*.log' > .gitignore && git add .gitignore && echo q > k.log && echo 1 > mix/keep.log && echo 2 > mix/go.txt && echo s > sub/deep/f && echo 3 > ig.log/x && echo n > src/new/n && echo m > src/m.txt && "
+	for _, s := range []string{
+		"git clean; echo $?; git clean -n; git clean -nd; git clean -ndx; git clean -nx",
+		"git clean -f && git status -s",
+		"git clean -fd && git status -s && ls mix",
+		"git clean -fdx -q && git status -s && ls",
+		"cd src && git clean -n && git clean -nd && git clean -fd && cd .. && git status -s",
+		"git config clean.requireForce false && git clean && git clean -nd; echo $?",
+	} {
+		p := newGitPair(t, origin)
+		p.sameAll(t, setup+s)
+		exportCheck(t, p.fs, "/repo")
+	}
+}
