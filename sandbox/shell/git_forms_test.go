@@ -156,3 +156,17 @@ func TestGitClean(t *testing.T) {
 		exportCheck(t, p.fs, "/repo")
 	}
 }
+
+// TestGitShortlog: grouped, counted, with e-mails, over ranges; with no
+// revision git reads stdin (empty here) and prints nothing.
+func TestGitShortlog(t *testing.T) {
+	origin := buildFormsOrigin(t)
+	p := newGitPair(t, origin)
+	for _, s := range []string{
+		"git shortlog HEAD; git shortlog -sn HEAD; git shortlog -sne HEAD; git shortlog -s HEAD~2..HEAD; git shortlog -e main..feature",
+		"git shortlog -sn; echo $?; git shortlog -s --all; git shortlog -sn --no-merges HEAD -- docs",
+		"unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL; git -c user.name=Zed -c user.email=z@x commit -q --allow-empty -m 'z one' && git -c user.name=alice -c user.email=a@x commit -q --allow-empty -m 'a one' && git shortlog -n HEAD && git shortlog -sne HEAD~3..",
+	} {
+		p.sameAll(t, s)
+	}
+}
