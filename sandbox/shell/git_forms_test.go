@@ -54,7 +54,9 @@ func TestGitQuiet(t *testing.T) {
 		"git checkout -q -b t9 origin/remote-only && git status -sb",
 		"git switch remote-only && git status -sb && git config branch.remote-only.remote",
 		"git checkout -q remote-only && git status -sb",
-		"git branch -v; git branch -q -v",
+		"git branch -v; git branch -q -v; git branch -vv; git branch -vv -a; git branch -vv -r",
+		"git commit -q --allow-empty -m ahead && git branch -v && git branch -vv && git reset -q --hard HEAD~3 && git branch -vv && git commit -q --allow-empty -m diverged && git branch -vv && git branch -v",
+		"git branch -q t1 origin/feature && printf '[branch \"t2\"]\\n\\tremote = origin\\n\\tmerge = refs/heads/gone\\n' >> .git/config && git branch -q t2 && git branch -vv && git branch -v && git checkout -q HEAD~1 && git branch -vv",
 	} {
 		p := newGitPair(t, origin)
 		p.sameAll(t, s)

@@ -1607,6 +1607,7 @@ func gitBranch(g *gitCmd) int {
 		hash        plumbing.Hash
 		current     bool
 		symref      string
+		remote      bool
 	}
 	var rows []row
 	if cur == "" && head != nil && !a.has("--remotes") {
@@ -1627,7 +1628,7 @@ func gitBranch(g *gitCmd) int {
 			if a.has("--all") {
 				shown = "remotes/" + shown
 			}
-			rw := row{name: n.Short(), shown: shown, hash: r.Hash()}
+			rw := row{name: n.Short(), shown: shown, hash: r.Hash(), remote: true}
 			if r.Type() == plumbing.SymbolicReference {
 				rw.symref = r.Target().Short()
 			}
@@ -1663,7 +1664,11 @@ func gitBranch(g *gitCmd) int {
 			mark = "* "
 		}
 		if r.symref != "" {
-			fmt.Fprintf(g.out, "%s%s -> %s\n", mark, r.shown, r.symref)
+			if a.has("--verbose") {
+				fmt.Fprintf(g.out, "%s%-*s -> %s\n", mark, width, r.shown, r.symref)
+			} else {
+				fmt.Fprintf(g.out, "%s%s -> %s\n", mark, r.shown, r.symref)
+			}
 			continue
 		}
 		if a.has("--verbose") {
@@ -1671,12 +1676,51 @@ func gitBranch(g *gitCmd) int {
 			if c, err := g.commitObject(r.hash); err == nil {
 				subj = subjectOf(c)
 			}
-			fmt.Fprintf(g.out, "%s%-*s %s %s\n", mark, width, r.shown, g.abbrev(r.hash), subj)
+			track := ""
+			if r.name != "" && !r.remote {
+				track = g.branchTracking(r.name, len(a.opts["--verbose"]) > 1)
+			}
+			fmt.Fprintf(g.out, "%s%-*s %s %s%s\n", mark, width, r.shown, g.abbrev(r.hash), track, subj)
 			continue
 		}
 		fmt.Fprintf(g.out, "%s%s\n", mark, r.shown)
 	}
 	return 0
+}
+
+// branchTracking is what git branch -v ("[ahead 1] ") and -vv
+// ("[origin/main: ahead 1] ") say of a branch's upstream.
+func (g *gitCmd) branchTracking(branch string, vv bool) string {
+	up, uc, gone := g.upstream(branch)
+	if up == "" {
+		return ""
+	}
+	var what string
+	if gone {
+		what = "gone"
+	} else if c, err := g.resolveCommit(plumbing.NewBranchReferenceName(branch).String()); err == nil {
+		ah, bh, err := g.aheadBehind(c, uc)
+		if err != nil {
+			return ""
+		}
+		var parts []string
+		if ah > 0 {
+			parts = append(parts, fmt.Sprintf("ahead %d", ah))
+		}
+		if bh > 0 {
+			parts = append(parts, fmt.Sprintf("behind %d", bh))
+		}
+		what = strings.Join(parts, ", ")
+	}
+	switch {
+	case vv && what == "":
+		return "[" + up + "] "
+	case vv:
+		return "[" + up + ": " + what + "] "
+	case what == "":
+		return ""
+	}
+	return "[" + what + "] "
 }
 
 func gitInit(g *gitCmd) int {
