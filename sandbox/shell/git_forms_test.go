@@ -172,3 +172,33 @@ func TestGitShortlog(t *testing.T) {
 		p.sameAll(t, s)
 	}
 }
+
+// TestGitStash: push, list, show, apply, pop and drop, compared with git
+// (the stash commits have the same ids), and read back by the real git.
+func TestGitStash(t *testing.T) {
+	origin := buildFormsOrigin(t)
+	edit := "echo more >> README.md && rm docs/api.md && echo new > new.txt && git add new.txt && echo staged >> main.go && git add main.go && echo unstaged >> main.go && "
+	for _, s := range []string{
+		"git stash; echo $?; git stash list; git stash pop; echo $?; git stash drop; echo $?; git stash show; echo $?",
+		edit + "git stash && git status -s && git stash list && git rev-parse stash stash^1 stash^2 && git stash show && git stash show -p && git stash pop && git status -s && git stash list",
+		edit + "git stash push -q -m 'my work' && git stash list && git stash apply && git stash list && git status -s",
+		edit + "echo u > untracked.txt && mkdir -p ud && echo v > ud/f && git stash -u && git status -s && git cat-file -p stash | grep -c parent && git rev-parse stash stash^2 && git stash show --stat && git stash pop -q && git status -s",
+		"echo a >> README.md && git stash -q && echo b >> go.mod && git stash -q && git stash list && git stash show stash@{1} && git stash drop 1 && git stash list && git stash pop stash@{0} && git stash list; echo $?",
+		"echo a >> README.md && git stash -q && git commit -q --allow-empty -m moved && git stash pop && git log --oneline -1",
+		"echo a >> README.md && git stash -q && git stash apply -q && git stash apply; echo $?; git stash clear; git stash list",
+		"echo a >> README.md && git stash -q && git stash pop stash@{3}; echo $?; git stash drop nosuch; echo $?",
+		"git checkout -q HEAD~1 && echo a >> README.md && git stash && git stash list",
+	} {
+		p := newGitPair(t, origin)
+		p.sameAll(t, s)
+		exportCheck(t, p.fs, "/repo")
+	}
+	// the real git pops what the fast path stashed
+	p := newGitPair(t, origin)
+	fastGit(t, p.s, edit+"git stash -q")
+	dir := exportRepo(t, p.fs, "/repo")
+	gittest.Git(t, dir, "stash", "pop", "-q")
+	if st := gittest.Git(t, dir, "status", "--porcelain"); st != "M README.md\n D docs/api.md\nMM main.go\nA  new.txt" && st != "M README.md\n D docs/api.md\n M main.go\nA  new.txt" {
+		t.Errorf("git stash pop of the fast path's stash: status\n%s", st)
+	}
+}
