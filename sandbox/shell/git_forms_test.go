@@ -202,3 +202,76 @@ func TestGitStash(t *testing.T) {
 		t.Errorf("git stash pop of the fast path's stash: status\n%s", st)
 	}
 }
+
+// TestGitFormsCanRun: the new forms are kept on the fast path, and each
+// option they do not implement routes the command to the sandbox.
+func TestGitFormsCanRun(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		ok     bool
+	}{
+		{"git switch -q main", true},
+		{"git branch -q x", true},
+		{"git branch -vv", true},
+		{"git branch --set-upstream-to=origin/x", false},
+		{"git rev-list --count HEAD", true},
+		{"git rev-list --all -n 5 --reverse", true},
+		{"git rev-list main..feature", true},
+		{"git rev-list --objects HEAD", false},
+		{"git rev-list --topo-order HEAD", false},
+		{"git rev-list --left-right --count a...b", false},
+		{"git log --grep=fix -i --oneline", true},
+		{"git log --all-match --grep=a --grep=b", true},
+		{"git log --since='2 weeks ago' --until=2024-01-01", true},
+		{"git log --since=yesterday", false},
+		{"git log --since='last monday'", false},
+		{`git log --grep='\(a\)\1'`, false},
+		{`git log --grep "$PAT" --oneline`, true},
+		{`git log --since="$D"`, false},
+		{"git log -P --grep=x", false},
+		{"git describe", true},
+		{"git describe --tags --always --abbrev=10", true},
+		{"git describe --dirty", false},
+		{"git describe --match 'v*'", false},
+		{"git describe a b", false},
+		{"git cat-file -t HEAD", true},
+		{"git cat-file -p HEAD:README.md", true},
+		{"git cat-file blob HEAD:x", true},
+		{"git cat-file --batch-check", false},
+		{"git cat-file -t -s HEAD", false},
+		{"git cat-file tree HEAD", false},
+		{"git clean -n", true},
+		{"git clean -nd", true},
+		{"git clean -fdx", true},
+		{"git clean -n -- src", false},
+		{"git clean -ffd", false},
+		{"git clean -X -n", false},
+		{"git clean -i", false},
+		{"git shortlog -sn HEAD", true},
+		{"git shortlog -sne --all", true},
+		{"git shortlog -w HEAD", false},
+		{"git shortlog -c HEAD", false},
+		{"git stash", true},
+		{"git stash push -m 'wip' -u", true},
+		{"git stash list", true},
+		{"git stash show -p stash@{1}", true},
+		{"git stash pop", true},
+		{"git stash apply --index", false},
+		{"git stash push -- a.go", false},
+		{"git stash push --keep-index", false},
+		{"git stash -a", false},
+		{"git stash branch x", false},
+		{"git stash save msg", false},
+		{"git stash list --stat", false},
+		{"git stash create", false},
+		{"git apply x.patch", false},
+	} {
+		ok, why := CanRun(c.script)
+		if ok != c.ok {
+			t.Errorf("CanRun(%q) = %v (%s), want %v", c.script, ok, why, c.ok)
+		}
+		if !ok && why == "" {
+			t.Errorf("CanRun(%q): no reason", c.script)
+		}
+	}
+}
