@@ -16,7 +16,7 @@ func (p *gitPair) sameAll(t *testing.T, script string) string {
 	t.Helper()
 	got, gerr, gcode := fastGit(t, p.s, script)
 	want, werr, wcode := realGit(t, p.base, script)
-	werr = strings.ReplaceAll(werr, p.base+"/w", "/workspace")
+	werr = strings.ReplaceAll(strings.ReplaceAll(werr, p.base+"/w", "/workspace"), p.base+"/t", "/tmp")
 	if got != want || gcode != wcode || gerr != werr {
 		t.Errorf("%s\n--- fast path status %d, stderr %q; git status %d, stderr %q\n%s", script, gcode, gerr, wcode, werr, firstDiff(got, want))
 	}
@@ -264,7 +264,14 @@ func TestGitFormsCanRun(t *testing.T) {
 		{"git stash save msg", false},
 		{"git stash list --stat", false},
 		{"git stash create", false},
-		{"git apply x.patch", false},
+		{"git apply x.patch", true},
+		{"git apply --check -R --stat --numstat -p0 x.patch", true},
+		{"git apply --index x.patch", true},
+		{"git apply -3 x.patch", false},
+		{"git apply --reject x.patch", false},
+		{"git apply -v x.patch", false},
+		{"git apply --whitespace=fix x.patch", false},
+		{"git apply --cached --index x.patch", false},
 	} {
 		ok, why := CanRun(c.script)
 		if ok != c.ok {
@@ -273,5 +280,34 @@ func TestGitFormsCanRun(t *testing.T) {
 		if !ok && why == "" {
 			t.Errorf("CanRun(%q): no reason", c.script)
 		}
+	}
+}
+
+// TestGitApply: patches made by git diff, applied, checked, reversed,
+// counted, to the index, with offsets, failures and whitespace errors.
+func TestGitApply(t *testing.T) {
+	origin := buildFormsOrigin(t)
+	mk := "sed -i 's/gopher/friend/' main.go && echo '// end' >> main.go && sed -i '2d' README.md && echo new > new.txt && rm docs/api.md && git add -A && git diff --cached > /tmp/p && git reset -q --hard && "
+	for _, s := range []string{
+		mk + "git apply --stat /tmp/p && git apply --numstat /tmp/p && git apply --check /tmp/p && git apply /tmp/p && git status -s && git diff --stat",
+		mk + "git apply /tmp/p && git apply -R --check /tmp/p && git apply -R /tmp/p && git status -s",
+		mk + "git apply --index /tmp/p && git status -s && git apply -R --cached /tmp/p && git status -s",
+		mk + "git apply --cached /tmp/p && git status -s && git diff --cached --stat",
+		mk + "git apply /tmp/p; git apply /tmp/p; echo $?; git status -s",
+		mk + "git apply --check -R /tmp/p; echo $?; git apply -R /tmp/p; echo $?; git status -s",
+		mk + "(printf '// header\\n// two\\n'; cat main.go) > m && mv m main.go && git apply /tmp/p && git status -s && git diff main.go",
+		mk + "sed -i 's/func main/func Main/' main.go && git apply /tmp/p; echo $?; git status -s",
+		mk + "git apply < /tmp/p && git status -s; git apply --stat --numstat - < /tmp/p",
+		mk + "sed 's,a/,,; s,b/,,' /tmp/p > /tmp/p0 && git apply -p0 /tmp/p0 && git status -s",
+		mk + "git apply -p2 /tmp/p; echo $?",
+		"printf 'x \\n\\ty\\n \\tz\\n' >> go.mod && git diff > /tmp/w && git checkout -q go.mod && git apply /tmp/w && git diff --stat && git apply --check -R /tmp/w",
+		"printf 'no newline' > go.mod && git diff > /tmp/n && git checkout -q go.mod && git apply /tmp/n && git diff && git apply -R /tmp/n && git status -s",
+		"seq 1 100 > s.txt && git add s.txt && git commit -qm s && seq 1 100 | sed 's/^50$/fifty/; s/^10$/ten/; s/^90$/ninety/' > s.txt && git diff > /tmp/s && git checkout -q s.txt && sed -i '1i 0' s.txt && git apply /tmp/s && git diff",
+		"git apply /dev/null; echo $?; echo garbage > /tmp/g && git apply /tmp/g; echo $?; git apply /tmp/nosuch; echo $?",
+		"echo x >> README.md && git diff > /tmp/r && git apply --index /tmp/r; echo $?; git status -s",
+	} {
+		p := newGitPair(t, origin)
+		p.sameAll(t, s)
+		exportCheck(t, p.fs, "/repo")
 	}
 }
