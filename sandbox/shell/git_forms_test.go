@@ -311,3 +311,17 @@ func TestGitApply(t *testing.T) {
 		exportCheck(t, p.fs, "/repo")
 	}
 }
+
+// TestGitShowFormats: --format/--pretty placeholders and --date modes of
+// show and log.
+func TestGitShowFormats(t *testing.T) {
+	p := newGitPair(t, buildFormsOrigin(t))
+	for _, s := range []string{
+		"git show -s --format='%h %an %ar %s'; git show --format='%H%n%P%n%ae %cr' -s HEAD~1; git show --pretty=format:'%h %ad' --date=short -s",
+		"git log --format='%h %ad %s' --date=short -3; git log --date=iso -1; git log --date=iso-strict --format=%cd -2; git log --date=rfc --format=%ad -1",
+		"git log --date=raw --format='%ad|%cd' -2; git log --date=unix --format=%ad -1; git log --date=relative -1; git log --format='%ar %cr' -2",
+		"git show --stat --format='%h %s%n%b' HEAD~2; git show --pretty=oneline -s; git show --pretty=short -s; git show --pretty=full -s HEAD~2",
+	} {
+		p.sameAll(t, s)
+	}
+}

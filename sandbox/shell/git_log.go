@@ -15,10 +15,10 @@ import (
 
 func init() {
 	logFlags := append([]string{"--oneline", "--max-count=|-n", "--reverse", "--format=|--pretty=", "--no-decorate",
-		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--graph"}, append(commitFilterFlags, diffFlagSpecs...)...)
+		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--graph", "--date="}, append(commitFilterFlags, diffFlagSpecs...)...)
 	gitSubs["log"] = &gitSub{run: gitLog, flags: flags(logFlags...), numeric: true}
 	gitChecks["log"] = checkLogOpts
-	gitSubs["show"] = &gitSub{run: gitShow, flags: flags(append([]string{"--oneline", "--format=|--pretty=", "--no-decorate", "--abbrev-commit", "--quiet"}, diffFlagSpecs...)...)}
+	gitSubs["show"] = &gitSub{run: gitShow, flags: flags(append([]string{"--oneline", "--format=|--pretty=", "--no-decorate", "--abbrev-commit", "--quiet", "--date="}, diffFlagSpecs...)...)}
 	gitChecks["show"] = checkLogOpts
 	gitSubs["rev-parse"] = &gitSub{run: gitRevParse, flags: flags("--show-toplevel", "--abbrev-ref", "--is-inside-work-tree", "--git-dir",
 		"--short=?", "--verify", "--quiet|-q", "--show-prefix", "--show-cdup", "--is-bare-repository", "--absolute-git-dir", "--symbolic-full-name")}
@@ -35,6 +35,9 @@ func checkLogOpts(a *gitArgs) string {
 		if _, err := parseFormat(a.val("--format")); err != nil {
 			return err.Error()
 		}
+	}
+	if a.has("--date") && !dateModes[a.val("--date")] {
+		return "--date=" + a.val("--date") + " is not supported"
 	}
 	if a.has("--graph") {
 		if !a.has("--oneline") && !a.has("--format") || len(diffFormats(a, "")) > 0 {
@@ -269,7 +272,7 @@ type logFormat struct {
 
 var formatCodes = map[string]bool{"H": true, "h": true, "T": true, "t": true, "P": true, "p": true, "an": true, "ae": true,
 	"ad": true, "aI": true, "ai": true, "at": true, "cn": true, "ce": true, "cd": true, "cI": true, "ci": true, "ct": true,
-	"s": true, "b": true, "B": true, "n": true, "%": true, "as": true, "cs": true}
+	"s": true, "b": true, "B": true, "n": true, "%": true, "as": true, "cs": true, "ar": true, "cr": true}
 
 func parseFormat(f string) (logFormat, error) {
 	switch f {
@@ -356,14 +359,16 @@ func (g *gitCmd) expandFormat(f string, c *object.Commit) string {
 			b.WriteString(c.Committer.Name)
 		case "ce":
 			b.WriteString(c.Committer.Email)
-		case "ad", "cd", "aI", "cI", "ai", "ci", "at", "ct", "as", "cs":
+		case "ad", "cd", "aI", "cI", "ai", "ci", "at", "ct", "as", "cs", "ar", "cr":
 			t := c.Author.When
 			if code[0] == 'c' {
 				t = c.Committer.When
 			}
 			switch code[1] {
 			case 'd':
-				b.WriteString(gitDate(t))
+				b.WriteString(g.showDate(t))
+			case 'r':
+				b.WriteString(relativeDate(t, g.now()))
 			case 'I':
 				b.WriteString(t.Format("2006-01-02T15:04:05-07:00"))
 			case 'i':
@@ -446,7 +451,7 @@ func (lp *logPrinter) header(c *object.Commit) {
 	case "full":
 		fmt.Fprintf(o, "Commit: %s <%s>\n", c.Committer.Name, c.Committer.Email)
 	case "medium":
-		fmt.Fprintf(o, "Date:   %s\n", gitDate(c.Author.When))
+		fmt.Fprintf(o, "Date:   %s\n", g.showDate(c.Author.When))
 	}
 	o.WriteString("\n")
 	msg := strings.TrimRight(strings.TrimLeft(c.Message, "\n"), "\n")
@@ -846,4 +851,75 @@ func gitRevParse(g *gitCmd) int {
 		}
 	}
 	return 0
+}
+
+// dateModes are the --date values the fast path formats.
+var dateModes = map[string]bool{"default": true, "short": true, "iso": true, "iso8601": true, "iso-strict": true,
+	"iso8601-strict": true, "rfc": true, "rfc2822": true, "raw": true, "unix": true, "relative": true}
+
+// showDate formats a date as --date says (%ad, %cd, "Date:").
+func (g *gitCmd) showDate(t time.Time) string {
+	switch g.a.val("--date") {
+	case "short":
+		return t.Format("2006-01-02")
+	case "iso", "iso8601":
+		return t.Format("2006-01-02 15:04:05 -0700")
+	case "iso-strict", "iso8601-strict":
+		return t.Format("2006-01-02T15:04:05-07:00")
+	case "rfc", "rfc2822":
+		return t.Format("Mon, 2 Jan 2006 15:04:05 -0700")
+	case "raw":
+		return strconv.FormatInt(t.Unix(), 10) + " " + zone(t)
+	case "unix":
+		return strconv.FormatInt(t.Unix(), 10)
+	case "relative":
+		return relativeDate(t, g.now())
+	}
+	return gitDate(t)
+}
+
+// relativeDate is git's "2 years, 11 months ago".
+func relativeDate(t, now time.Time) string {
+	ago := func(n int64, unit string) string {
+		if n != 1 {
+			unit += "s"
+		}
+		return fmt.Sprintf("%d %s ago", n, unit)
+	}
+	if now.Unix() < t.Unix() {
+		return "in the future"
+	}
+	diff := now.Unix() - t.Unix()
+	if diff < 90 {
+		return ago(diff, "second")
+	}
+	diff = (diff + 30) / 60
+	if diff < 90 {
+		return ago(diff, "minute")
+	}
+	diff = (diff + 30) / 60
+	if diff < 36 {
+		return ago(diff, "hour")
+	}
+	diff = (diff + 12) / 24
+	switch {
+	case diff < 14:
+		return ago(diff, "day")
+	case diff < 70:
+		return ago((diff+3)/7, "week")
+	case diff < 365:
+		return ago((diff+15)/30, "month")
+	case diff < 1825:
+		total := (diff*12*2 + 365) / (365 * 2)
+		years, months := total/12, total%12
+		if months == 0 {
+			return ago(years, "year")
+		}
+		y := fmt.Sprintf("%d year", years)
+		if years != 1 {
+			y += "s"
+		}
+		return y + ", " + ago(months, "month")
+	}
+	return ago((diff+183)/365, "year")
 }
