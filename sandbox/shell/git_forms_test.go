@@ -1,8 +1,13 @@
 package shell
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/internal/gittest"
 )
@@ -324,4 +329,46 @@ func TestGitShowFormats(t *testing.T) {
 	} {
 		p.sameAll(t, s)
 	}
+}
+
+// TestGitLongHistoryBudget: walking a long history is charged to the
+// call's memory budget: a small budget stops rev-list, the default one
+// counts every commit.
+func TestGitLongHistoryBudget(t *testing.T) {
+	dir := t.TempDir()
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
+	const n = 40000
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "commit refs/heads/main\nmark :%d\ncommitter A <a@x> %d +0000\ndata 2\nc\n", i, 1700000000+i)
+		if i > 1 {
+			fmt.Fprintf(&b, "from :%d\n", i-1)
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v\n%s", err, out)
+	}
+	s, _ := gitStore(t, dir)
+	run := func(max int64) (string, string, int) {
+		var out, errb bytes.Buffer
+		res, err := s.Exec(context.Background(), "git rev-list --count HEAD", ExecOptions{Cwd: "/workspace/repo", Env: gitIdentity(),
+			Stdout: &out, Stderr: &errb, Timeout: 5 * time.Minute, MaxMemory: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), res.ExitCode
+	}
+	start := time.Now()
+	if out, errs, code := run(0); code != 0 || out != fmt.Sprintf("%d\n", n) {
+		t.Fatalf("default budget: status %d, out %q, err %q", code, out, errs)
+	}
+	t.Logf("git rev-list --count HEAD of %d commits: %v", n, time.Since(start))
+	out, errs, code := run(4 << 20)
+	if code == 0 || out != "" {
+		t.Fatalf("a 4 MiB budget: status %d, out %q, err %q", code, out, errs)
+	}
+	t.Logf("with a 4 MiB budget: status %d, %q", code, errs)
 }

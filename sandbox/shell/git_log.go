@@ -108,6 +108,23 @@ func (q *commitQueue) Pop() any {
 	return c
 }
 
+// walkCommitCost is what one commit of a history walk holds (its entry in
+// the seen set, the commit in a queue or a list), charged to the call's
+// memory budget, so that a history of millions of commits is stopped at
+// the budget rather than exhausting the daemon.
+const walkCommitCost = 256
+
+// walkCharge returns a function to call for each commit a walk meets.
+func (g *gitCmd) walkCharge() func() error {
+	n := 0
+	return func() error {
+		if n++; n%1024 == 0 && !g.grow(1024*walkCommitCost) {
+			return errMemoryLimit
+		}
+		return nil
+	}
+}
+
 // errSkipParents from walk's function: do not walk on to this commit's
 // parents.
 var errSkipParents = errors.New("skip the parents")
@@ -126,6 +143,7 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 		}
 	}
 	seen := map[plumbing.Hash]bool{}
+	charge := g.walkCharge()
 	q := &commitQueue{}
 	for _, c := range include {
 		if !seen[c.Hash] {
@@ -155,6 +173,9 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 				continue
 			}
 			seen[p] = true
+			if err := charge(); err != nil {
+				return err
+			}
 			pc, err := g.commitObject(p)
 			if err != nil {
 				return err
