@@ -184,7 +184,7 @@ func TestGitStash(t *testing.T) {
 	origin := buildFormsOrigin(t)
 	edit := "echo more >> README.md && rm docs/api.md && echo new > new.txt && git add new.txt && echo staged >> main.go && git add main.go && echo unstaged >> main.go && "
 	for _, s := range []string{
-		"git stash; echo $?; git stash list; git stash pop; echo $?; git stash drop; echo $?; git stash show; echo $?",
+		"git stash; echo $?; git stash -q; git stash push -q -u; git stash list; git stash pop; echo $?; git stash drop; echo $?; git stash show; echo $?",
 		edit + "git stash && git status -s && git stash list && git rev-parse stash stash^1 stash^2 && git stash show && git stash show -p && git stash pop && git status -s && git stash list",
 		edit + "git stash push -q -m 'my work' && git stash list && git stash apply && git stash list && git status -s",
 		edit + "echo u > untracked.txt && mkdir -p ud && echo v > ud/f && git stash -u && git status -s && git cat-file -p stash | grep -c parent && git rev-parse stash stash^2 && git stash show --stat && git stash pop -q && git status -s",

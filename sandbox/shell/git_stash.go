@@ -215,7 +215,9 @@ func (g *gitCmd) stashPush() int {
 	}
 	staged := compareFiles(hf, ixf)
 	if len(staged) == 0 && len(touched) == 0 && len(untracked) == 0 {
-		fmt.Fprintln(g.out, "No local changes to save")
+		if !a.has("--quiet") {
+			fmt.Fprintln(g.out, "No local changes to save")
+		}
 		return 0
 	}
 	// the blobs of the work tree's files
