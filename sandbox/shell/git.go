@@ -346,6 +346,8 @@ type gitCmd struct {
 	// dirs caches directory listings of the work tree for one command
 	// (status reads each directory once for tracked and untracked files).
 	dirs map[string]map[string]kv.Dirent
+	// track is the upstream (origin/x) of the branch being created.
+	track string
 }
 
 // listDir lists a work-tree directory by name, cached; nil if it is not a

@@ -15,10 +15,10 @@ import (
 
 func init() {
 	logFlags := append([]string{"--oneline", "--max-count=|-n", "--reverse", "--format=|--pretty=", "--no-decorate",
-		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--author=", "--graph"}, diffFlagSpecs...)
+		"--abbrev-commit", "--no-merges", "--first-parent", "--all", "--graph", "--date="}, append(commitFilterFlags, diffFlagSpecs...)...)
 	gitSubs["log"] = &gitSub{run: gitLog, flags: flags(logFlags...), numeric: true}
 	gitChecks["log"] = checkLogOpts
-	gitSubs["show"] = &gitSub{run: gitShow, flags: flags(append([]string{"--oneline", "--format=|--pretty=", "--no-decorate", "--abbrev-commit", "--quiet"}, diffFlagSpecs...)...)}
+	gitSubs["show"] = &gitSub{run: gitShow, flags: flags(append([]string{"--oneline", "--format=|--pretty=", "--no-decorate", "--abbrev-commit", "--quiet", "--date="}, diffFlagSpecs...)...)}
 	gitChecks["show"] = checkLogOpts
 	gitSubs["rev-parse"] = &gitSub{run: gitRevParse, flags: flags("--show-toplevel", "--abbrev-ref", "--is-inside-work-tree", "--git-dir",
 		"--short=?", "--verify", "--quiet|-q", "--show-prefix", "--show-cdup", "--is-bare-repository", "--absolute-git-dir", "--symbolic-full-name")}
@@ -28,10 +28,16 @@ func checkLogOpts(a *gitArgs) string {
 	if why := checkDiffOpts(a); why != "" {
 		return why
 	}
+	if why := checkFilterOpts(a); why != "" {
+		return why
+	}
 	if a.has("--format") {
 		if _, err := parseFormat(a.val("--format")); err != nil {
 			return err.Error()
 		}
+	}
+	if a.has("--date") && !dateModes[a.val("--date")] {
+		return "--date=" + a.val("--date") + " is not supported"
 	}
 	if a.has("--graph") {
 		if !a.has("--oneline") && !a.has("--format") || len(diffFormats(a, "")) > 0 {
@@ -102,6 +108,27 @@ func (q *commitQueue) Pop() any {
 	return c
 }
 
+// walkCommitCost is what one commit of a history walk holds (its entry in
+// the seen set, the commit in a queue or a list), charged to the call's
+// memory budget, so that a history of millions of commits is stopped at
+// the budget rather than exhausting the daemon.
+const walkCommitCost = 256
+
+// walkCharge returns a function to call for each commit a walk meets.
+func (g *gitCmd) walkCharge() func() error {
+	n := 0
+	return func() error {
+		if n++; n%1024 == 0 && !g.grow(1024*walkCommitCost) {
+			return errMemoryLimit
+		}
+		return nil
+	}
+}
+
+// errSkipParents from walk's function: do not walk on to this commit's
+// parents.
+var errSkipParents = errors.New("skip the parents")
+
 // walk lists the commits reachable from include and not from exclude,
 // newest first.
 func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn func(*object.Commit) (bool, error)) error {
@@ -116,6 +143,7 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 		}
 	}
 	seen := map[plumbing.Hash]bool{}
+	charge := g.walkCharge()
 	q := &commitQueue{}
 	for _, c := range include {
 		if !seen[c.Hash] {
@@ -130,6 +158,9 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 		c := heap.Pop(q).(*object.Commit)
 		if !hidden[c.Hash] {
 			more, err := fn(c)
+			if err == errSkipParents {
+				continue
+			}
 			if err != nil || !more {
 				return err
 			}
@@ -142,6 +173,9 @@ func (g *gitCmd) walk(include, exclude []*object.Commit, firstParent bool, fn fu
 				continue
 			}
 			seen[p] = true
+			if err := charge(); err != nil {
+				return err
+			}
 			pc, err := g.commitObject(p)
 			if err != nil {
 				return err
@@ -259,7 +293,7 @@ type logFormat struct {
 
 var formatCodes = map[string]bool{"H": true, "h": true, "T": true, "t": true, "P": true, "p": true, "an": true, "ae": true,
 	"ad": true, "aI": true, "ai": true, "at": true, "cn": true, "ce": true, "cd": true, "cI": true, "ci": true, "ct": true,
-	"s": true, "b": true, "B": true, "n": true, "%": true, "as": true, "cs": true}
+	"s": true, "b": true, "B": true, "n": true, "%": true, "as": true, "cs": true, "ar": true, "cr": true}
 
 func parseFormat(f string) (logFormat, error) {
 	switch f {
@@ -346,14 +380,16 @@ func (g *gitCmd) expandFormat(f string, c *object.Commit) string {
 			b.WriteString(c.Committer.Name)
 		case "ce":
 			b.WriteString(c.Committer.Email)
-		case "ad", "cd", "aI", "cI", "ai", "ci", "at", "ct", "as", "cs":
+		case "ad", "cd", "aI", "cI", "ai", "ci", "at", "ct", "as", "cs", "ar", "cr":
 			t := c.Author.When
 			if code[0] == 'c' {
 				t = c.Committer.When
 			}
 			switch code[1] {
 			case 'd':
-				b.WriteString(gitDate(t))
+				b.WriteString(g.showDate(t))
+			case 'r':
+				b.WriteString(relativeDate(t, g.now()))
 			case 'I':
 				b.WriteString(t.Format("2006-01-02T15:04:05-07:00"))
 			case 'i':
@@ -436,7 +472,7 @@ func (lp *logPrinter) header(c *object.Commit) {
 	case "full":
 		fmt.Fprintf(o, "Commit: %s <%s>\n", c.Committer.Name, c.Committer.Email)
 	case "medium":
-		fmt.Fprintf(o, "Date:   %s\n", gitDate(c.Author.When))
+		fmt.Fprintf(o, "Date:   %s\n", g.showDate(c.Author.When))
 	}
 	o.WriteString("\n")
 	msg := strings.TrimRight(strings.TrimLeft(c.Message, "\n"), "\n")
@@ -461,13 +497,51 @@ func (lp *logPrinter) print(c *object.Commit, cs []change) error {
 
 func gitLog(g *gitCmd) int {
 	a := g.a
+	lp := &logPrinter{g: g, lf: logFormat{builtin: "medium"}}
+	if err := lp.setup(); err != nil {
+		return g.usage(err.Error())
+	}
+	list, specs, code := g.listCommits(false)
+	if code >= 0 {
+		return code
+	}
+	lp.specs = specs
+	if a.has("--graph") {
+		for _, c := range list {
+			if c.NumParents() > 1 {
+				return g.usage("--graph of a history with merges is not supported")
+			}
+		}
+		lp.graph = true
+	}
+	for _, c := range list {
+		var cs []change
+		var err error
+		if len(lp.formats) > 0 && !lp.formats["none"] {
+			if cs, err = g.commitChanges(c, specs, !a.has("--no-renames")); err != nil {
+				return g.fatal("%v", err)
+			}
+		}
+		if err := lp.print(c, cs); err != nil {
+			return g.fatal("%v", err)
+		}
+	}
+	return 0
+}
+
+// listCommits lists the commits that git log or git rev-list shows for
+// the revisions, paths and filters of the command line, in order, and the
+// pathspecs. code is -1, or the status to return. needRev: with no
+// revision, fail as rev-list does rather than start at HEAD.
+func (g *gitCmd) listCommits(needRev bool) (list []*object.Commit, specs []string, code int) {
+	a := g.a
 	max := -1
 	if a.has("--max-count") {
 		max, _ = strconv.Atoi(a.val("--max-count"))
 	}
-	lp := &logPrinter{g: g, lf: logFormat{builtin: "medium"}}
-	if err := lp.setup(); err != nil {
-		return g.usage(err.Error())
+	f, err := g.commitFilter()
+	if err != nil {
+		return nil, nil, g.usage(err.Error())
 	}
 	// revisions, then paths
 	revs, paths := a.args[:argsBeforeDash(a)], a.args[argsBeforeDash(a):]
@@ -492,15 +566,14 @@ func gitLog(g *gitCmd) int {
 		revs, paths = a.args[:n], a.args[n:]
 		for _, p := range paths {
 			if _, err := g.wfs.Lstat(g.wsPath(absPath(g.dir, p))); err != nil {
-				return g.badRev(p, err)
+				return nil, nil, g.badRev(p, err)
 			}
 		}
 	}
-	specs, err := g.pathspecs(paths)
+	specs, err = g.pathspecs(paths)
 	if err != nil {
-		return g.fatal("%v", err)
+		return nil, nil, g.fatal("%v", err)
 	}
-	lp.specs = specs
 	var include, exclude []*object.Commit
 	add := func(r string, neg bool) error {
 		c, err := g.resolveCommit(r)
@@ -523,12 +596,12 @@ func gitLog(g *gitCmd) int {
 				y = "HEAD"
 			}
 			if add(x, true) != nil || add(y, false) != nil {
-				return g.badRev(r, nil)
+				return nil, nil, g.badRev(r, nil)
 			}
 			continue
 		}
 		if add(strings.TrimPrefix(r, "^"), strings.HasPrefix(r, "^")) != nil {
-			return g.badRev(r, nil)
+			return nil, nil, g.badRev(r, nil)
 		}
 	}
 	if a.has("--all") {
@@ -545,24 +618,38 @@ func gitLog(g *gitCmd) int {
 		}
 	}
 	if len(include) == 0 {
+		if needRev && len(revs) == 0 && !a.has("--all") {
+			g.out.Flush()
+			fmt.Fprint(g.stderr, revListUsage)
+			return nil, nil, 129
+		}
+		if len(revs) > 0 {
+			// only exclusions (rev-list ^A): nothing
+			return nil, specs, -1
+		}
 		head, branch, err := g.head()
 		if err != nil {
-			return g.fatal("%v", err)
+			return nil, nil, g.fatal("%v", err)
 		}
 		if head == nil {
-			return g.fatal("your current branch '%s' does not have any commits yet", branch)
+			return nil, nil, g.fatal("your current branch '%s' does not have any commits yet", branch)
 		}
 		include = append(include, head)
 	}
-	var list []*object.Commit
 	err = g.walk(include, exclude, a.has("--first-parent"), func(c *object.Commit) (bool, error) {
 		if max >= 0 && len(list) >= max && !a.has("--reverse") {
 			return false, nil
 		}
+		if f.tooOld(c) {
+			return false, errSkipParents
+		}
 		if a.has("--no-merges") && c.NumParents() > 1 {
 			return true, nil
 		}
-		if au := a.val("--author"); au != "" && !strings.Contains(c.Author.Name+" <"+c.Author.Email+">", au) {
+		if a.has("--merges") && c.NumParents() < 2 {
+			return true, nil
+		}
+		if !f.match(c) {
 			return true, nil
 		}
 		if len(specs) > 0 {
@@ -578,7 +665,7 @@ func gitLog(g *gitCmd) int {
 		return true, nil
 	})
 	if err != nil {
-		return g.fatal("%v", err)
+		return nil, nil, g.fatal("%v", err)
 	}
 	if a.has("--reverse") {
 		if max >= 0 && len(list) > max {
@@ -588,26 +675,7 @@ func gitLog(g *gitCmd) int {
 			list[i], list[j] = list[j], list[i]
 		}
 	}
-	if a.has("--graph") {
-		for _, c := range list {
-			if c.NumParents() > 1 {
-				return g.usage("--graph of a history with merges is not supported")
-			}
-		}
-		lp.graph = true
-	}
-	for _, c := range list {
-		var cs []change
-		if len(lp.formats) > 0 && !lp.formats["none"] {
-			if cs, err = g.commitChanges(c, specs, !a.has("--no-renames")); err != nil {
-				return g.fatal("%v", err)
-			}
-		}
-		if err := lp.print(c, cs); err != nil {
-			return g.fatal("%v", err)
-		}
-	}
-	return 0
+	return list, specs, -1
 }
 
 func (lp *logPrinter) setup() error {
@@ -804,4 +872,75 @@ func gitRevParse(g *gitCmd) int {
 		}
 	}
 	return 0
+}
+
+// dateModes are the --date values the fast path formats.
+var dateModes = map[string]bool{"default": true, "short": true, "iso": true, "iso8601": true, "iso-strict": true,
+	"iso8601-strict": true, "rfc": true, "rfc2822": true, "raw": true, "unix": true, "relative": true}
+
+// showDate formats a date as --date says (%ad, %cd, "Date:").
+func (g *gitCmd) showDate(t time.Time) string {
+	switch g.a.val("--date") {
+	case "short":
+		return t.Format("2006-01-02")
+	case "iso", "iso8601":
+		return t.Format("2006-01-02 15:04:05 -0700")
+	case "iso-strict", "iso8601-strict":
+		return t.Format("2006-01-02T15:04:05-07:00")
+	case "rfc", "rfc2822":
+		return t.Format("Mon, 2 Jan 2006 15:04:05 -0700")
+	case "raw":
+		return strconv.FormatInt(t.Unix(), 10) + " " + zone(t)
+	case "unix":
+		return strconv.FormatInt(t.Unix(), 10)
+	case "relative":
+		return relativeDate(t, g.now())
+	}
+	return gitDate(t)
+}
+
+// relativeDate is git's "2 years, 11 months ago".
+func relativeDate(t, now time.Time) string {
+	ago := func(n int64, unit string) string {
+		if n != 1 {
+			unit += "s"
+		}
+		return fmt.Sprintf("%d %s ago", n, unit)
+	}
+	if now.Unix() < t.Unix() {
+		return "in the future"
+	}
+	diff := now.Unix() - t.Unix()
+	if diff < 90 {
+		return ago(diff, "second")
+	}
+	diff = (diff + 30) / 60
+	if diff < 90 {
+		return ago(diff, "minute")
+	}
+	diff = (diff + 30) / 60
+	if diff < 36 {
+		return ago(diff, "hour")
+	}
+	diff = (diff + 12) / 24
+	switch {
+	case diff < 14:
+		return ago(diff, "day")
+	case diff < 70:
+		return ago((diff+3)/7, "week")
+	case diff < 365:
+		return ago((diff+15)/30, "month")
+	case diff < 1825:
+		total := (diff*12*2 + 365) / (365 * 2)
+		years, months := total/12, total%12
+		if months == 0 {
+			return ago(years, "year")
+		}
+		y := fmt.Sprintf("%d year", years)
+		if years != 1 {
+			y += "s"
+		}
+		return y + ", " + ago(months, "month")
+	}
+	return ago((diff+183)/365, "year")
 }

@@ -19,13 +19,6 @@ func init() {
 		}
 		return ""
 	}
-	gitSubs["stash"] = &gitSub{run: gitStashList, flags: flags()}
-	gitChecks["stash"] = func(a *gitArgs) string {
-		if len(a.args) != 1 || a.args[0] != "list" {
-			return "only git stash list is supported (stashing runs in the sandbox)"
-		}
-		return ""
-	}
 	gitSubs["tag"] = &gitSub{run: gitTag, flags: flags("--list|-l", "--delete|-d")}
 	gitSubs["config"] = &gitSub{run: gitConfig, flags: flags("--get", "--local")}
 	gitChecks["config"] = func(a *gitArgs) string {
@@ -205,20 +198,3 @@ func gitConfig(g *gitCmd) int {
 
 // gitStashList prints the stash entries, newest first, from the reflog of
 // refs/stash (which git stash in the sandbox writes).
-func gitStashList(g *gitCmd) int {
-	data, err := g.wfs.ReadFile(g.file(".git/logs/refs/stash"))
-	if err != nil {
-		return 0
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	n := 0
-	for i := len(lines) - 1; i >= 0; i-- {
-		_, msg, ok := strings.Cut(lines[i], "\t")
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(g.out, "stash@{%d}: %s\n", n, msg)
-		n++
-	}
-	return 0
-}

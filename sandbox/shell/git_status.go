@@ -624,6 +624,7 @@ func (g *gitCmd) reachable(c *object.Commit) (map[plumbing.Hash]bool, error) {
 		return seen, nil
 	}
 	stack := []plumbing.Hash{c.Hash}
+	charge := g.walkCharge()
 	for len(stack) > 0 {
 		h := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -631,6 +632,12 @@ func (g *gitCmd) reachable(c *object.Commit) (map[plumbing.Hash]bool, error) {
 			continue
 		}
 		seen[h] = true
+		if err := charge(); err != nil {
+			return nil, err
+		}
+		if err := g.ctx.Err(); err != nil {
+			return nil, err
+		}
 		cm, err := g.commitObject(h)
 		if err != nil {
 			return nil, err

@@ -35,7 +35,7 @@ func init() {
 	gitSubs["restore"] = &gitSub{run: gitRestore, flags: flags("--staged|-S", "--worktree|-W", "--source=|-s", "--quiet|-q")}
 	gitSubs["checkout"] = &gitSub{run: gitCheckout, flags: flags("-b=", "-B=", "--quiet|-q", "--force|-f")}
 	gitSubs["switch"] = &gitSub{run: gitSwitch, flags: flags("--create=|-c", "--force-create=|-C", "--quiet|-q", "--force|-f|--discard-changes", "--detach|-d")}
-	gitSubs["branch"] = &gitSub{run: gitBranch, flags: flags("--list|-l", "--all|-a", "--remotes|-r", "--delete|-d", "-D", "--move|-m", "--show-current", "--force|-f", "--verbose|-v")}
+	gitSubs["branch"] = &gitSub{run: gitBranch, flags: flags("--list|-l", "--all|-a", "--remotes|-r", "--delete|-d", "-D", "--move|-m", "--show-current", "--force|-f", "--verbose|-v", "--quiet|-q")}
 	gitSubs["init"] = &gitSub{run: gitInit, flags: flags("--quiet|-q", "--initial-branch=|-b"), noRepo: true}
 }
 
@@ -690,12 +690,15 @@ func (g *gitCmd) moveHead(h plumbing.Hash, reason string, who object.Signature) 
 	return nil
 }
 
-// reflog appends a line to a ref's log (best effort, as git.)
+// reflog appends a line to a ref's log (best effort, as git). With no
+// identity configured git still writes the entry, with the identity it
+// makes up from the user and host names; so does this, so that
+// "git checkout -" finds the branch it came from.
 func (g *gitCmd) reflog(name plumbing.ReferenceName, old, new plumbing.Hash, reason string, who object.Signature) {
-	if who.Name == "" {
+	if who.Name == "" || who.Email == "" {
 		var err error
 		if who, err = g.identity("COMMITTER"); err != nil {
-			return
+			who = g.fallbackIdentity()
 		}
 	}
 	p := g.file(".git/logs/" + name.String())
@@ -709,6 +712,16 @@ func (g *gitCmd) reflog(name plumbing.ReferenceName, old, new plumbing.Hash, rea
 	}
 	f.Write([]byte(line))
 	f.Close()
+}
+
+// fallbackIdentity is the identity of a reflog entry when none is
+// configured: git's own fallback, the user's name at "(none)".
+func (g *gitCmd) fallbackIdentity() object.Signature {
+	user := g.getenv("USER")
+	if user == "" || strings.ContainsAny(user, "<>\n") {
+		user = "unknown"
+	}
+	return object.Signature{Name: user, Email: user + "@localhost.(none)", When: g.now()}
 }
 
 // checkoutFiles makes the index and the work tree hold the files of
@@ -1031,8 +1044,11 @@ func (g *gitCmd) switchTo(target *object.Commit, branch string, create bool, for
 		return g.fatal("%v", err)
 	}
 	if !create && branch != "" && branch == cur {
-		fmt.Fprintf(g.stderr, "Already on '%s'\n", branch)
-		g.trackingInfo(branch, head)
+		if !g.a.has("--quiet") {
+			g.out.Flush()
+			fmt.Fprintf(g.stderr, "Already on '%s'\n", branch)
+			g.trackingInfo(branch, head)
+		}
 		return 0
 	}
 	idx, err := g.readIndex()
@@ -1122,6 +1138,9 @@ func (g *gitCmd) switchTo(target *object.Commit, branch string, create bool, for
 			return g.fatal("%v", err)
 		}
 		g.reflog(ref, plumbing.ZeroHash, target.Hash, "branch: Created from "+from, who)
+		if code := g.setTracking(branch); code != 0 {
+			return code
+		}
 	}
 	if err := g.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, ref)); err != nil {
 		return g.fatal("%v", err)
@@ -1245,6 +1264,7 @@ func (g *gitCmd) createAndSwitch(create, force, from string) (code int, ok bool)
 		}
 		if start != "" {
 			from = start
+			g.track = g.remoteTracking(start)
 		}
 		return g.switchTo(c, name, true, a.has("--force"), from), true
 	}
@@ -1264,7 +1284,7 @@ func gitSwitch(g *gitCmd) int {
 		return g.fatal("missing branch or commit argument")
 	}
 	name := a.args[0]
-	if name == "-" {
+	if name == "-" || name == "@{-1}" {
 		if name = g.previousCheckout(); name == "" {
 			return g.fatal("invalid reference: @{-1}")
 		}
@@ -1321,22 +1341,48 @@ func (g *gitCmd) remoteBranch(name string) (*object.Commit, bool) {
 }
 
 func (g *gitCmd) trackNew(name string, c *object.Commit, from string) int {
-	remote := ""
 	for r := range g.config().Remotes {
 		if _, err := g.repo.Storer.Reference(plumbing.NewRemoteReferenceName(r, name)); err == nil {
-			remote = r
+			g.track = r + "/" + name
 		}
 	}
-	if code := g.switchTo(c, name, true, false, remote+"/"+name); code != 0 {
-		return code
+	return g.switchTo(c, name, true, false, g.track)
+}
+
+// remoteTracking names the upstream of a branch created from start when
+// start is a remote-tracking branch (origin/x), as branch.autoSetupMerge
+// does by default; "" otherwise.
+func (g *gitCmd) remoteTracking(start string) string {
+	start = strings.TrimPrefix(strings.TrimPrefix(start, "refs/"), "remotes/")
+	remote, branch, ok := strings.Cut(start, "/")
+	if !ok || branch == "" {
+		return ""
 	}
+	if _, ok := g.config().Remotes[remote]; !ok {
+		return ""
+	}
+	r, err := g.repo.Storer.Reference(plumbing.NewRemoteReferenceName(remote, branch))
+	if err != nil || r.Type() != plumbing.HashReference {
+		return ""
+	}
+	return start
+}
+
+// setTracking records the upstream g.track (origin/x) of a new branch in
+// the configuration and says so, as git does when it creates a branch
+// from a remote-tracking branch.
+func (g *gitCmd) setTracking(name string) int {
+	if g.track == "" {
+		return 0
+	}
+	remote, branch, _ := strings.Cut(g.track, "/")
 	cfg := g.config()
-	cfg.Branches[name] = &config.Branch{Name: name, Remote: remote, Merge: plumbing.NewBranchReferenceName(name)}
+	cfg.Branches[name] = &config.Branch{Name: name, Remote: remote, Merge: plumbing.NewBranchReferenceName(branch)}
 	if err := g.st.SetConfig(cfg); err != nil {
 		return g.fatal("%v", err)
 	}
 	if !g.a.has("--quiet") {
-		fmt.Fprintf(g.out, "branch '%s' set up to track '%s/%s'.\n", name, remote, name)
+		fmt.Fprintf(g.out, "branch '%s' set up to track '%s'.\n", name, g.track)
 	}
 	return 0
 }
@@ -1353,7 +1399,7 @@ func gitCheckout(g *gitCmd) int {
 	// checkout [<tree-ish>] -- <paths>, checkout <paths>, checkout <branch>
 	before := a.args[:argsBeforeDash(a)]
 	paths := a.args[argsBeforeDash(a):]
-	if !a.dash && len(before) == 1 && before[0] == "-" {
+	if !a.dash && len(before) == 1 && (before[0] == "-" || before[0] == "@{-1}") {
 		prev := g.previousCheckout()
 		if prev == "" {
 			return g.fatal("invalid reference: @{-1}")
@@ -1488,7 +1534,9 @@ func gitBranch(g *gitCmd) int {
 				return g.fatal("%v", err)
 			}
 			g.wfs.Remove(g.file(".git/logs/" + ref.String()))
-			fmt.Fprintf(g.out, "Deleted branch %s (was %s).\n", name, g.abbrev(r.Hash()))
+			if !a.has("--quiet") {
+				fmt.Fprintf(g.out, "Deleted branch %s (was %s).\n", name, g.abbrev(r.Hash()))
+			}
 		}
 		return 0
 	case a.has("--move"):
@@ -1550,7 +1598,8 @@ func gitBranch(g *gitCmd) int {
 			start = orHEAD(cur, head, g)
 		}
 		g.reflog(plumbing.NewBranchReferenceName(name), plumbing.ZeroHash, c.Hash, "branch: Created from "+start, object.Signature{})
-		return 0
+		g.track = g.remoteTracking(start)
+		return g.setTracking(name)
 	}
 	// list
 	type row struct {
@@ -1558,6 +1607,7 @@ func gitBranch(g *gitCmd) int {
 		hash        plumbing.Hash
 		current     bool
 		symref      string
+		remote      bool
 	}
 	var rows []row
 	if cur == "" && head != nil && !a.has("--remotes") {
@@ -1578,7 +1628,7 @@ func gitBranch(g *gitCmd) int {
 			if a.has("--all") {
 				shown = "remotes/" + shown
 			}
-			rw := row{name: n.Short(), shown: shown, hash: r.Hash()}
+			rw := row{name: n.Short(), shown: shown, hash: r.Hash(), remote: true}
 			if r.Type() == plumbing.SymbolicReference {
 				rw.symref = r.Target().Short()
 			}
@@ -1614,7 +1664,11 @@ func gitBranch(g *gitCmd) int {
 			mark = "* "
 		}
 		if r.symref != "" {
-			fmt.Fprintf(g.out, "%s%s -> %s\n", mark, r.shown, r.symref)
+			if a.has("--verbose") {
+				fmt.Fprintf(g.out, "%s%-*s -> %s\n", mark, width, r.shown, r.symref)
+			} else {
+				fmt.Fprintf(g.out, "%s%s -> %s\n", mark, r.shown, r.symref)
+			}
 			continue
 		}
 		if a.has("--verbose") {
@@ -1622,12 +1676,51 @@ func gitBranch(g *gitCmd) int {
 			if c, err := g.commitObject(r.hash); err == nil {
 				subj = subjectOf(c)
 			}
-			fmt.Fprintf(g.out, "%s%-*s %s %s\n", mark, width, r.shown, g.abbrev(r.hash), subj)
+			track := ""
+			if r.name != "" && !r.remote {
+				track = g.branchTracking(r.name, len(a.opts["--verbose"]) > 1)
+			}
+			fmt.Fprintf(g.out, "%s%-*s %s %s%s\n", mark, width, r.shown, g.abbrev(r.hash), track, subj)
 			continue
 		}
 		fmt.Fprintf(g.out, "%s%s\n", mark, r.shown)
 	}
 	return 0
+}
+
+// branchTracking is what git branch -v ("[ahead 1] ") and -vv
+// ("[origin/main: ahead 1] ") say of a branch's upstream.
+func (g *gitCmd) branchTracking(branch string, vv bool) string {
+	up, uc, gone := g.upstream(branch)
+	if up == "" {
+		return ""
+	}
+	var what string
+	if gone {
+		what = "gone"
+	} else if c, err := g.resolveCommit(plumbing.NewBranchReferenceName(branch).String()); err == nil {
+		ah, bh, err := g.aheadBehind(c, uc)
+		if err != nil {
+			return ""
+		}
+		var parts []string
+		if ah > 0 {
+			parts = append(parts, fmt.Sprintf("ahead %d", ah))
+		}
+		if bh > 0 {
+			parts = append(parts, fmt.Sprintf("behind %d", bh))
+		}
+		what = strings.Join(parts, ", ")
+	}
+	switch {
+	case vv && what == "":
+		return "[" + up + "] "
+	case vv:
+		return "[" + up + ": " + what + "] "
+	case what == "":
+		return ""
+	}
+	return "[" + what + "] "
 }
 
 func gitInit(g *gitCmd) int {
