@@ -33,27 +33,27 @@ func init() {
 	}
 }
 
-type patchHunk struct {
+type applyHunk struct {
 	oldPos, oldLines, newPos, newLines int
 	pre, post                          []string // lines with their newlines
 	leading, trailing                  int      // context lines before and after the change
-	added                              []patchLine
-	removed                            []patchLine
+	added                              []applyLine
+	removed                            []applyLine
 }
 
-type patchLine struct {
+type applyLine struct {
 	text string // without the leading +/-
 	no   int    // line number in the patch
 }
 
-type patchFile struct {
+type applyFile struct {
 	oldName, newName string // "" for /dev/null
 	newMode          filemode.FileMode
-	hunks            []*patchHunk
+	hunks            []*applyHunk
 	source           string // the patch's name, for messages
 }
 
-func (p *patchFile) name() string {
+func (p *applyFile) name() string {
 	if p.newName != "" {
 		return p.newName
 	}
@@ -80,17 +80,17 @@ func stripPath(s string, n int) (string, bool) {
 	return s, s != ""
 }
 
-// parsePatch reads the files of a patch; an error is a form the fast
+// parseApplyPatch reads the files of a patch; an error is a form the fast
 // path does not take.
-func parsePatch(text, source string, strip int) ([]*patchFile, error) {
+func parseApplyPatch(text, source string, strip int) ([]*applyFile, error) {
 	lines := splitKeep(text)
-	var files []*patchFile
-	var cur *patchFile
+	var files []*applyFile
+	var cur *applyFile
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimSuffix(lines[i], "\n")
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
-			cur = &patchFile{source: source}
+			cur = &applyFile{source: source}
 			files = append(files, cur)
 			if f := strings.Fields(l); len(f) == 4 {
 				cur.oldName, _ = stripPath(f[2], strip)
@@ -122,7 +122,7 @@ func parsePatch(text, source string, strip int) ([]*patchFile, error) {
 				return nil, fmt.Errorf("a path with fewer than %d components", strip)
 			}
 			if cur == nil || len(cur.hunks) > 0 {
-				cur = &patchFile{source: source}
+				cur = &applyFile{source: source}
 				files = append(files, cur)
 			}
 			cur.oldName, cur.newName = oldN, newN
@@ -131,7 +131,7 @@ func parsePatch(text, source string, strip int) ([]*patchFile, error) {
 			if cur == nil {
 				return nil, fmt.Errorf("a hunk without a file header")
 			}
-			h, next, err := parseHunk(lines, i)
+			h, next, err := parseApplyHunk(lines, i)
 			if err != nil {
 				return nil, err
 			}
@@ -170,9 +170,9 @@ type stripError struct{ msg string }
 
 func (e *stripError) Error() string { return e.msg }
 
-// parseHunk reads the hunk whose "@@" line is lines[i]; next is the
+// parseApplyHunk reads the hunk whose "@@" line is lines[i]; next is the
 // index of the line after it.
-func parseHunk(lines []string, i int) (*patchHunk, int, error) {
+func parseApplyHunk(lines []string, i int) (*applyHunk, int, error) {
 	l := strings.TrimSuffix(lines[i], "\n")
 	rest := strings.TrimPrefix(l, "@@ -")
 	end := strings.Index(rest, " @@")
@@ -193,7 +193,7 @@ func parseHunk(lines []string, i int) (*patchHunk, int, error) {
 		}
 		return x, y, err1 == nil && err2 == nil && x >= 0 && y >= 0 && x < 1<<30 && y < 1<<30
 	}
-	h := &patchHunk{}
+	h := &applyHunk{}
 	var ok1, ok2 bool
 	h.oldPos, h.oldLines, ok1 = rng(old)
 	h.newPos, h.newLines, ok2 = rng(nw)
@@ -222,12 +222,12 @@ func parseHunk(lines []string, i int) (*patchHunk, int, error) {
 			}
 		case '-':
 			h.pre = append(h.pre, s[1:])
-			h.removed = append(h.removed, patchLine{s[1:], j + 1})
+			h.removed = append(h.removed, applyLine{s[1:], j + 1})
 			oldLeft--
 			seenChange, h.trailing = true, 0
 		case '+':
 			h.post = append(h.post, s[1:])
-			h.added = append(h.added, patchLine{s[1:], j + 1})
+			h.added = append(h.added, applyLine{s[1:], j + 1})
 			newLeft--
 			seenChange, h.trailing = true, 0
 		case '\\':
@@ -266,7 +266,7 @@ func parseHunk(lines []string, i int) (*patchHunk, int, error) {
 }
 
 // reverse swaps a hunk's sides (-R).
-func (h *patchHunk) reverse() {
+func (h *applyHunk) reverse() {
 	h.oldPos, h.newPos = h.newPos, h.oldPos
 	h.oldLines, h.newLines = h.newLines, h.oldLines
 	h.pre, h.post = h.post, h.pre
@@ -276,7 +276,7 @@ func (h *patchHunk) reverse() {
 // applyHunks applies a file's hunks to its lines, as git's find_pos does:
 // at the expected line, else the nearest line after, then before, and so
 // on. It returns the hunk that did not apply, if one.
-func applyHunks(img []string, hunks []*patchHunk) ([]string, *patchHunk) {
+func applyHunks(img []string, hunks []*applyHunk) ([]string, *applyHunk) {
 	for _, h := range hunks {
 		pos := 0
 		if h.newPos > 0 {
@@ -336,7 +336,7 @@ func applyHunks(img []string, hunks []*patchHunk) ([]string, *patchHunk) {
 
 // wsErrors lists the whitespace errors of added lines as git's default
 // (trailing space, space before tab in the indent) reports them.
-func wsErrors(files []*patchFile) (msgs []string, lines int) {
+func wsErrors(files []*applyFile) (msgs []string, lines int) {
 	for _, f := range files {
 		for _, h := range f.hunks {
 			for _, a := range h.added {
@@ -372,7 +372,7 @@ func gitApply(g *gitCmd) int {
 	if len(names) == 0 {
 		names = []string{"-"}
 	}
-	var files []*patchFile
+	var files []*applyFile
 	for _, n := range names {
 		var data []byte
 		var err error
@@ -395,7 +395,7 @@ func gitApply(g *gitCmd) int {
 			fmt.Fprintf(g.stderr, "error: can't open patch '%s': %s\n", n, errText(err))
 			return 128
 		}
-		fs, err := parsePatch(string(data), source, strip)
+		fs, err := parseApplyPatch(string(data), source, strip)
 		if se, ok := err.(*stripError); ok {
 			g.out.Flush()
 			fmt.Fprintf(g.stderr, "error: %s\n", se.msg)
@@ -441,7 +441,7 @@ func gitApply(g *gitCmd) int {
 		}
 	}
 	type result struct {
-		f     *patchFile
+		f     *applyFile
 		data  string
 		mode  filemode.FileMode
 		entry *index.Entry
@@ -583,7 +583,7 @@ func orNotExist(err error) error {
 	return err
 }
 
-func (f *patchFile) counts() (add, del int) {
+func (f *applyFile) counts() (add, del int) {
 	for _, h := range f.hunks {
 		add += len(h.added)
 		del += len(h.removed)
@@ -593,7 +593,7 @@ func (f *patchFile) counts() (add, del int) {
 
 // applyResult writes one patched file to the work tree (unless cached)
 // and the index (when idx is given).
-func (g *gitCmd) applyResult(f *patchFile, data string, mode filemode.FileMode, idx *index.Index, cached bool) int {
+func (g *gitCmd) applyResult(f *applyFile, data string, mode filemode.FileMode, idx *index.Index, cached bool) int {
 	if f.newName == "" {
 		if !cached {
 			if err := g.wfs.Remove(g.file(f.oldName)); err != nil && !isNotExist(err) {
@@ -665,7 +665,7 @@ func (g *gitCmd) applyResult(f *patchFile, data string, mode filemode.FileMode, 
 
 // applyStat prints git apply --stat: git's own layout (a five-wide
 // count), not git diff's.
-func applyStat(g *gitCmd, files []*patchFile) {
+func applyStat(g *gitCmd, files []*applyFile) {
 	maxLen, maxChange := 0, 0
 	for _, f := range files {
 		add, del := f.counts()
