@@ -218,10 +218,10 @@ func (r *registry) claim(a Agent, store string) (Agent, error) {
 	}
 	if _, _, inRange := agentid.SandboxBlock(a.UID); inRange {
 		a.Block = 0
-	} else if a.Block == 0 || blockTaken(m, a.Block-1, store) {
+	} else if taken := takenBlocks(m, store); a.Block == 0 || taken[a.Block-1] {
 		a.Block = 0
 		for k := uint32(0); k < AgentCount; k++ {
-			if !blockTaken(m, k, store) {
+			if !taken[k] {
 				a.Block = k + 1
 				break
 			}
@@ -239,18 +239,22 @@ func (r *registry) claim(a Agent, store string) (Agent, error) {
 	return a, r.put(a, store)
 }
 
-// blockTaken says whether sandbox block k belongs to a live store other
-// than store: the agent AgentBase+k's, or a named agent's given block k.
-func blockTaken(m map[uint32]regEntry, k uint32, store string) bool {
+// takenBlocks are the sandbox blocks of live stores other than store:
+// block k is the agent AgentBase+k's, or a named agent's given block k.
+func takenBlocks(m map[uint32]regEntry, store string) map[uint32]bool {
+	taken := map[uint32]bool{}
 	for uid, e := range m {
 		if e.Store == store || !e.live() {
 			continue
 		}
-		if uid == AgentBase+k || e.Block == k+1 {
-			return true
+		if uid-AgentBase < AgentCount {
+			taken[uid-AgentBase] = true
+		}
+		if e.Block != 0 {
+			taken[e.Block-1] = true
 		}
 	}
-	return false
+	return taken
 }
 
 // allocate returns the identity registered for store, or registers the
@@ -270,6 +274,7 @@ func (r *registry) allocate(store string) (Agent, error) {
 		sort.Slice(mine, func(i, j int) bool { return mine[i] < mine[j] })
 		return Agent{UID: mine[0], GID: m[mine[0]].GID}, nil
 	}
+	taken := takenBlocks(m, store)
 	usedGID := map[uint32]bool{}
 	for _, e := range m {
 		if e.live() {
@@ -277,7 +282,7 @@ func (r *registry) allocate(store string) (Agent, error) {
 		}
 	}
 	for id := uint32(AgentBase); id < AgentBase+AgentCount; id++ {
-		if e, ok := m[id]; ok && e.live() || usedGID[id] || blockTaken(m, id-AgentBase, store) || hostKnows(id) {
+		if e, ok := m[id]; ok && e.live() || usedGID[id] || taken[id-AgentBase] || hostKnows(id) {
 			continue
 		}
 		a := Agent{UID: id, GID: id}
