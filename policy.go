@@ -3,6 +3,7 @@ package computerfs
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/policy"
@@ -51,6 +52,9 @@ func isAgentUID(a Agent, uid uint32) bool {
 	return ok
 }
 
+// mountHistoryCheck bounds a history check made at mount.
+const mountHistoryCheck = 2 * time.Minute
+
 // historyRules returns the spec's path rules with the .git of every git
 // source whose objects hold a path the rules deny (sources.CheckHistory),
 // as recorded by the import or the last refresh; a source with no record
@@ -72,7 +76,12 @@ func historyRules(ctx context.Context, f *wsfs.FS, sp *spec.Spec, log *slog.Logg
 			return nil, err
 		}
 		if !ok || rec.Rules != key || rec.Unsure {
-			rec = sources.CheckSourceHistory(ctx, f, src, pathRules(sp), key)
+			// The agent may have written this .git since: a check that
+			// takes too long holds the mount no longer than this, and
+			// counts as exposed (checked again at the next mount).
+			cctx, cancel := context.WithTimeout(ctx, mountHistoryCheck)
+			rec = sources.CheckSourceHistory(cctx, f, src, pathRules(sp), key)
+			cancel()
 			if err := sources.WriteHistory(f.Store(), i, rec); err != nil {
 				return nil, err
 			}

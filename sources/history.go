@@ -122,9 +122,17 @@ func HasHistory(src *spec.Source) bool { return src.Kind() == "git" || src.Kind(
 // GitDir is the store path of git source src's .git.
 func GitDir(src *spec.Source) string { return path.Join("/", src.Path, ".git") }
 
-// MaxHistoryEntries bounds the tree entries CheckHistory reads: past it
-// the history counts as exposed (HistoryRecord.Why).
+// MaxHistoryEntries bounds the tree entries CheckHistory reads, and
+// maxHistoryPaths the bytes of the directory paths it keeps (a deep tree
+// of long names makes long paths), maxTreeObject the size of one tree
+// object it decodes: past any of them the history counts as exposed
+// (RepoHistory.Why). The objects may be an upstream's or the agent's.
 const MaxHistoryEntries = 8 << 20
+
+var (
+	maxHistoryPaths = 64 << 20 // vars: the tests lower them
+	maxTreeObject   = int64(64 << 20)
+)
 
 // CheckHistory reads every commit in repo's object store (not only those
 // its references reach) and the tree of each, and returns the first path
@@ -140,7 +148,7 @@ func CheckHistory(ctx context.Context, repo *git.Repository, root string, c *pol
 	}
 	seen := map[visit]bool{}
 	var stack []visit
-	entries := 0
+	entries, pathBytes := 0, 0
 	walk := func(top plumbing.Hash) error {
 		stack = append(stack[:0], visit{top, root})
 		for len(stack) > 0 {
@@ -150,10 +158,17 @@ func CheckHistory(ctx context.Context, repo *git.Repository, root string, c *pol
 				continue
 			}
 			seen[v] = true
-			t, err := repo.TreeObject(v.tree)
+			obj, err := repo.Storer.EncodedObject(plumbing.TreeObject, v.tree)
 			if errors.Is(err, plumbing.ErrObjectNotFound) {
 				continue // not here (a shallow or partial history): nothing to read
 			}
+			if err != nil {
+				return err
+			}
+			if obj.Size() > maxTreeObject {
+				return fmt.Errorf("tree %s is %d bytes, more than %d", v.tree, obj.Size(), maxTreeObject)
+			}
+			t, err := object.DecodeTree(repo.Storer, obj)
 			if err != nil {
 				return err
 			}
@@ -173,6 +188,9 @@ func CheckHistory(ctx context.Context, repo *git.Repository, root string, c *pol
 					return errFound
 				}
 				if e.Mode == filemode.Dir {
+					if pathBytes += len(p); pathBytes > maxHistoryPaths {
+						return fmt.Errorf("the history's directory paths take more than %d bytes", maxHistoryPaths)
+					}
 					stack = append(stack, visit{e.Hash, p})
 				}
 			}

@@ -64,3 +64,34 @@ func TestCheckHistory(t *testing.T) {
 		t.Errorf("a cancelled check: %q, no error", got)
 	}
 }
+
+// A tree object or a history's paths past their bounds is not read: the
+// check fails, and the repository counts as exposed.
+func TestCheckHistoryBounds(t *testing.T) {
+	files := map[string]string{}
+	deep := ""
+	for i := range 15 {
+		deep += strings.Repeat(string(rune('a'+i)), 200) + "/"
+	}
+	files[deep+"f"] = "x"
+	for i := range 300 {
+		files["wide/"+strings.Repeat("n", 100)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "y"
+	}
+	repo, err := git.PlainOpen(gittest.NewRepo(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &spec.Policy{Deny: []string{"**/none"}}
+	if got, err := CheckHistory(context.Background(), repo, "/ws", policy.New(p)); got != "" || err != nil {
+		t.Fatalf("within the bounds: %q %v", got, err)
+	}
+	defer func(paths int, tree int64) { maxHistoryPaths, maxTreeObject = paths, tree }(maxHistoryPaths, maxTreeObject)
+	maxHistoryPaths = 10 << 10 // the deep chain's paths take about 24 KB
+	if _, err := CheckHistory(context.Background(), repo, "/ws", policy.New(p)); err == nil || !strings.Contains(err.Error(), "paths") {
+		t.Errorf("paths past the bound: %v", err)
+	}
+	maxHistoryPaths, maxTreeObject = 64<<20, 16<<10 // the wide tree is about 36 KB
+	if _, err := CheckHistory(context.Background(), repo, "/ws", policy.New(p)); err == nil || !strings.Contains(err.Error(), "bytes, more than") {
+		t.Errorf("a tree past the bound: %v", err)
+	}
+}
