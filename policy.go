@@ -66,6 +66,7 @@ func historyRules(ctx context.Context, f *wsfs.FS, sp *spec.Spec, log *slog.Logg
 		return c, nil
 	}
 	key := sources.RulesKey(sp.Policy)
+	specRules := pathRules(sp) // the spec's alone, without the denies added below
 	for i := range sp.Sources {
 		src := &sp.Sources[i]
 		if !sources.HasHistory(src) {
@@ -80,7 +81,7 @@ func historyRules(ctx context.Context, f *wsfs.FS, sp *spec.Spec, log *slog.Logg
 			// takes too long holds the mount no longer than this, and
 			// counts as exposed (checked again at the next mount).
 			cctx, cancel := context.WithTimeout(ctx, mountHistoryCheck)
-			rec = sources.CheckSourceHistory(cctx, f, src, pathRules(sp), key)
+			rec = sources.CheckSourceHistory(cctx, f, src, specRules, key)
 			cancel()
 			if err := sources.WriteHistory(f.Store(), i, rec); err != nil {
 				return nil, err
