@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 //	POST /v1/exec      run a command (ExecRequest); the answer streams JSON
 //	                   lines: {"out":...}, {"err":...}, then {"result":...}
 //	POST /v1/tools/T   call the agent tool T (see tools.go)
+//	GET  /v1/tools     the names of the tools the policy offers
 //	GET  /v1/audit     the tools' audit records
 //	GET  /v1/snapshots, POST /v1/snapshots?name=N, DELETE /v1/snapshots/{name},
 //	POST /v1/fork?store=DIR&from=N   snapshots and forks (snapshot.go)
@@ -103,8 +105,10 @@ func (w *Workspace) serveControl() error {
 	mux.HandleFunc("POST /v1/exec", w.serveExec)
 	mux.HandleFunc("POST /v1/tools/{name}", w.serveTool)
 	mux.HandleFunc("GET /v1/audit", w.serveAudit)
+	mux.HandleFunc("GET /v1/tools", w.serveToolNames)
 	w.serveSnapshots(mux)
 	w.serveRollback(mux)
+	w.serveCheckpoints(mux)
 	mux.HandleFunc("POST /v1/sync", func(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, w.Sync(r.Context()))
 	})
@@ -337,6 +341,9 @@ type Client struct {
 	hc        *http.Client
 	mp, store string
 	pid       int // the daemon's, when Dial found it
+	// the optional tools the daemon offers (Offers), asked once
+	offerOnce sync.Once
+	offered   []string
 }
 
 // DaemonGoneError is what Dial and the Client's calls return when the

@@ -382,6 +382,12 @@ func (w *Workspace) Exec(ctx context.Context, req ExecRequest, stdout, stderr io
 			return ExecResult{}, fmt.Errorf("timeout %q: want a duration such as 30s", req.Timeout)
 		}
 	}
+	// The checkpoint before the command (the policy's checkpoint:
+	// each-call): taken already if a tool call runs it, and then a look
+	// at the journal's end.
+	label := "exec " + cutLabel(req.Command)
+	w.ckpt.before(label)
+	defer w.ckpt.after(label)
 	if b.Name() == "shell" && ctx.Value(callsHeld{}) == nil {
 		w.callMu.RLock() // a rollback waits for the call (rollback.go)
 		defer w.callMu.RUnlock()

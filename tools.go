@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,11 @@ func newTools(w *Workspace) (*tools.Tools, error) {
 	if w.spec != nil {
 		pol = w.spec.Policy
 	}
-	return tools.New(w.FS.ForAgent(), tools.Options{Policy: pol, Rules: w.rules, Run: w.runTool, Log: w.log})
+	opts := tools.Options{Policy: pol, Rules: w.rules, Run: w.runTool, Log: w.log}
+	if w.ckpt != nil {
+		opts.Checkpoint, opts.AfterCall, opts.Checkpoints = w.ckpt.before, w.ckpt.after, checkpointTools{w}
+	}
+	return tools.New(w.FS.ForAgent(), opts)
 }
 
 // runTool is exec's backend: Workspace.Exec.
@@ -101,9 +106,14 @@ func (w *Workspace) serveTool(rw http.ResponseWriter, r *http.Request) {
 			rc.SetWriteDeadline(time.Time{})
 		})
 	}
-	w.callMu.RLock() // a rollback waits for the call (rollback.go)
-	res, err := w.tools.Call(context.WithValue(ctx, callsHeld{}, true), r.PathValue("name"), args)
-	w.callMu.RUnlock()
+	var res json.RawMessage
+	if name := r.PathValue("name"); name == "undo" {
+		res, err = w.tools.Call(ctx, name, args) // a rollback: it waits for the others
+	} else {
+		w.callMu.RLock() // a rollback waits for the call (rollback.go)
+		res, err = w.tools.Call(context.WithValue(ctx, callsHeld{}, true), name, args)
+		w.callMu.RUnlock()
+	}
 	if err != nil {
 		ans := toolAnswer{Error: err.Error()}
 		var rf *tools.Refusal
@@ -261,6 +271,9 @@ func AuditString(r kv.AuditRecord) string {
 		fmt.Fprintf(&b, " -> %s", textsafe.Text(r.Result))
 	}
 	fmt.Fprintf(&b, " (%s", time.Duration(r.DurationNs).Round(time.Microsecond))
+	if r.Checkpoint != "" {
+		b.WriteString(", checkpoint " + textsafe.Name(r.Checkpoint))
+	}
 	if r.Backend != "" {
 		b.WriteString(", " + textsafe.Name(r.Backend))
 	}
@@ -272,4 +285,26 @@ func AuditString(r kv.AuditRecord) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+func (w *Workspace) serveToolNames(rw http.ResponseWriter, r *http.Request) {
+	names := []string{}
+	for _, n := range tools.Names {
+		if w.tools.Offers(n) {
+			names = append(names, n)
+		}
+	}
+	writeJSON(rw, names)
+}
+
+// Offers says whether the daemon's policy offers the agent the tool name
+// (tools.Offerer); the first call asks the daemon, and its answer is kept.
+func (c *Client) Offers(name string) bool {
+	c.offerOnce.Do(func() {
+		var names []string
+		if err := c.call(context.Background(), http.MethodGet, "/v1/tools", &names); err == nil {
+			c.offered = names
+		}
+	})
+	return slices.Contains(c.offered, name)
 }

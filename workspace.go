@@ -127,6 +127,8 @@ type Workspace struct {
 	syncer      *syncer.Syncer
 	syncerReady atomic.Pointer[syncer.Syncer] // for the mount's callbacks
 
+	ckpt *checkpointer // the policy's checkpoint: each-call (checkpoint.go); nil if off
+
 	lease *leaseKeeper // renews a resumed workspace's lease (hibernate.go); nil if none
 	// blobFetch fetches the blobs of a lazily resumed workspace
 	// (hibernate.go); nil if none are owed.
@@ -224,6 +226,9 @@ func Mount(opts MountOptions) (*Workspace, error) {
 		w.Unmount()
 		return nil, err
 	}
+	if sp != nil {
+		w.ckpt = newCheckpointer(store, sp.Policy, opts.Logger)
+	}
 	if w.tools, err = newTools(w); err != nil {
 		w.Unmount()
 		return nil, err
@@ -319,6 +324,7 @@ func (w *Workspace) closeStore() error {
 		if w.blobFetch != nil {
 			w.blobFetch.Close() // what is not fetched yet is, at the next mount
 		}
+		w.ckpt.close()
 		w.closeErr = w.Store.Close()
 		if w.closeErr != nil {
 			w.log.Error("closing store failed", "err", w.closeErr)

@@ -35,6 +35,9 @@ type AuditRecord struct {
 	Journal      int    `json:"journal,omitempty"`
 	// Actor is who the journal names as the author of the call's changes.
 	Actor Actor `json:"actor"`
+	// Checkpoint is the checkpoint taken before the call (the policy's
+	// checkpoint: each-call), "" if none.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 const auditVersion = 1

@@ -121,7 +121,10 @@ func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return SnapshotInfo{}, err
 	}
-	held, err := s.checkpoint(tmp)
+	held, _, err := s.checkpoint(tmp, snapshotFlushAt)
+	if err == nil && !s.fs.noSync {
+		err = syncSnapshot(tmp)
+	}
 	if err != nil {
 		os.RemoveAll(tmp)
 		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w", name, err)
@@ -143,54 +146,54 @@ func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
 
 // checkpoint writes the store's current state into the new directory dst
 // (db/ and blobs/), holding off every change meanwhile, and returns for
-// how long it held them.
-func (s *Store) checkpoint(dst string) (time.Duration, error) {
+// how long it held them and the journal's last record then. A memtable
+// past flushAt is written to a table first. The copies are not synced:
+// syncSnapshot does that, once changes go on (the tables and blobs the
+// snapshot links are never written again, a shared blob being copied
+// first, so syncing them later makes durable what they held now).
+func (s *Store) checkpoint(dst string, flushAt uint64) (time.Duration, uint64, error) {
 	if s.closed.Load() {
-		return 0, errors.New("store is closed")
+		return 0, 0, errors.New("store is closed")
 	}
 	if err := s.space.check(0); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// A big memtable is written to a table before changes are held off:
 	// the snapshot links the table rather than copy its log, and the
 	// moment they are held stays short.
-	if s.db.Metrics().MemTable.Size > snapshotFlushAt {
+	if s.db.Metrics().MemTable.Size > flushAt {
 		if err := s.db.Flush(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if s.blobs.source != nil {
 		// Every blob file must be there to be linked.
 		if err := s.blobs.source.FetchAll(); err != nil {
-			return 0, fmt.Errorf("the blobs still being fetched: %w", err)
+			return 0, 0, fmt.Errorf("the blobs still being fetched: %w", err)
 		}
 	}
 	release := s.holdChanges()
 	defer release()
 	start := time.Now()
-	// The log is handed to the system (WithFlushedWAL) and copied; the
-	// copies are not synced here (durableFS) but by syncSnapshot below, once
-	// changes go on: the tables and blobs the snapshot links are never
-	// written again (a shared blob is copied first), so syncing them
-	// later makes durable what they held now.
+	s.jmu.Lock()
+	seq := s.jnext - 1
+	s.jlast = Record{} // the next write is a record of its own, after seq
+	s.jmu.Unlock()
+	// The log is handed to the system (WithFlushedWAL) and copied, not
+	// synced here (durableFS).
 	s.fs.checkpointing.Store(true)
 	err := s.db.Checkpoint(filepath.Join(dst, "db"), pebble.WithFlushedWAL())
 	s.fs.checkpointing.Store(false)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := s.linkBlobs(filepath.Join(dst, "blobs")); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	held := time.Since(start)
-	release()
-	if s.fs.noSync {
-		return held, nil
-	}
-	return held, syncSnapshot(dst)
+	return time.Since(start), seq, nil
 }
 
 // holdChanges holds off every change to the store: nsMu (namespace
@@ -487,7 +490,7 @@ func (s *Store) DeleteSnapshot(name string) error {
 	defer s.rollMu.Unlock()
 	s.enter()
 	defer s.leave()
-	if err := CheckSnapshotName(name); err != nil {
+	if err := checkRef(name); err != nil {
 		return err
 	}
 	p := s.snapshotPath(name)
@@ -524,7 +527,7 @@ func (s *Store) Fork(dst, from string) error {
 		return err
 	}
 	if from != "" {
-		if err := CheckSnapshotName(from); err != nil {
+		if err := checkRef(from); err != nil {
 			return err
 		}
 		src := s.snapshotPath(from)
@@ -534,7 +537,11 @@ func (s *Store) Fork(dst, from string) error {
 		return ForkSnapshot(src, dst)
 	}
 	tmp := forkTmp(dst)
-	if _, err := s.checkpoint(tmp); err != nil {
+	_, _, err = s.checkpoint(tmp, snapshotFlushAt)
+	if err == nil && !s.fs.noSync {
+		err = syncSnapshot(tmp)
+	}
+	if err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("fork into %s: %w", dst, err)
 	}
@@ -563,7 +570,7 @@ func ForkSnapshot(src, dst string) error {
 // SnapshotDir is the directory of the snapshot name of the store in dir
 // (open or not); ErrNoSnapshot if it has none of that name.
 func SnapshotDir(dir, name string) (string, error) {
-	if err := CheckSnapshotName(name); err != nil {
+	if err := checkRef(name); err != nil {
 		return "", err
 	}
 	p := filepath.Join(dir, snapshotsDir, name)

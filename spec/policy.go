@@ -45,6 +45,55 @@ type Policy struct {
 	// tool clones nothing else: no local path, file://, ssh or ext:: url,
 	// and no credentials. Empty: the tool is refused.
 	GitCloneHosts []string `yaml:"git_clone_hosts,omitempty" json:"git_clone_hosts,omitempty"`
+	// Checkpoint "each-call" takes a checkpoint (a snapshot of the
+	// workspace) before every tool call and exec, so that `computerfs undo`
+	// can go back to before any of them; "" or "off": none.
+	Checkpoint  string            `yaml:"checkpoint,omitempty" json:"checkpoint,omitempty"`
+	Checkpoints *CheckpointPolicy `yaml:"checkpoints,omitempty" json:"checkpoints,omitempty"`
+}
+
+// CheckpointPolicy is how long checkpoints are kept, and whether the agent
+// may use them.
+type CheckpointPolicy struct {
+	// Keep is how many checkpoints are kept, the newest (default 100).
+	Keep int `yaml:"keep,omitempty" json:"keep,omitempty"`
+	// MaxAge is how long one is kept (a Go duration; default 24h); the
+	// newest is kept whatever its age.
+	MaxAge string `yaml:"max_age,omitempty" json:"max_age,omitempty"`
+	// AgentRestore gives the agent the tools checkpoints (list them) and
+	// undo (go back to one); without it they are refused.
+	AgentRestore bool `yaml:"agent_restore,omitempty" json:"agent_restore,omitempty"`
+}
+
+// Checkpoint retention defaults.
+const (
+	DefaultCheckpointKeep   = 100
+	DefaultCheckpointMaxAge = 24 * time.Hour
+)
+
+// EachCall says whether the policy takes a checkpoint before each call.
+func (p *Policy) EachCall() bool { return p != nil && p.Checkpoint == "each-call" }
+
+// CheckpointKeep is how many checkpoints the policy keeps.
+func (p *Policy) CheckpointKeep() int {
+	if p == nil || p.Checkpoints == nil || p.Checkpoints.Keep == 0 {
+		return DefaultCheckpointKeep
+	}
+	return p.Checkpoints.Keep
+}
+
+// CheckpointMaxAge is how long the policy keeps a checkpoint.
+func (p *Policy) CheckpointMaxAge() time.Duration {
+	if p == nil || p.Checkpoints == nil || p.Checkpoints.MaxAge == "" {
+		return DefaultCheckpointMaxAge
+	}
+	d, _ := time.ParseDuration(p.Checkpoints.MaxAge)
+	return d
+}
+
+// AgentRestore says whether the agent may list and restore checkpoints.
+func (p *Policy) AgentRestore() bool {
+	return p != nil && p.Checkpoints != nil && p.Checkpoints.AgentRestore
 }
 
 // ExecPolicy gates the exec tool.
@@ -121,6 +170,21 @@ func (p *Policy) validate() *fieldError {
 		if e.MaxTimeout != "" {
 			if d, err := time.ParseDuration(e.MaxTimeout); err != nil || d <= 0 {
 				return &fieldError{"exec.max_timeout", fmt.Sprintf("%q is not a duration such as 10m", e.MaxTimeout)}
+			}
+		}
+	}
+	switch p.Checkpoint {
+	case "", "off", "each-call":
+	default:
+		return &fieldError{"checkpoint", fmt.Sprintf("%q: want each-call or off", p.Checkpoint)}
+	}
+	if c := p.Checkpoints; c != nil {
+		if c.Keep < 0 {
+			return &fieldError{"checkpoints.keep", "must be 0 (the default, 100) or more"}
+		}
+		if c.MaxAge != "" {
+			if d, err := time.ParseDuration(c.MaxAge); err != nil || d <= 0 {
+				return &fieldError{"checkpoints.max_age", fmt.Sprintf("%q is not a duration such as 24h", c.MaxAge)}
 			}
 		}
 	}

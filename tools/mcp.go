@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -50,14 +51,42 @@ Backends: "shell" is the fast path: a bash-compatible interpreter with built-in 
 A command that runs past timeoutMs is stopped (exit code 124).`
 )
 
+// The checkpoint tools' descriptions.
+const (
+	descCheckpoints = `List the workspace's checkpoints, oldest first: the state before each of your calls that followed a change (when the workspace's policy takes them and lets you use them).`
+	descUndo        = `Put the whole workspace back to a checkpoint: 'to' is a checkpoint's name from the checkpoints tool (@SEQ); empty goes back to before your last call that changed something (again: one more). Files changed since are as they were then; newer checkpoints stay, so an undo can itself be undone.`
+)
+
 // toolDef adds one tool to a server.
-type toolDef func(s *mcp.Server, c Caller)
+type toolDef struct {
+	name string
+	add  func(s *mcp.Server, c Caller)
+}
 
 // def defines a tool; bounds gives properties a maximum and a default.
 func def[In any, Out texter](name, desc string, bounds map[string][2]float64) toolDef {
-	return func(s *mcp.Server, c Caller) {
+	return toolDef{name, func(s *mcp.Server, c Caller) {
 		addTool[In, Out](s, c, &mcp.Tool{Name: name, Description: desc, InputSchema: inputSchema[In](bounds)})
+	}}
+}
+
+// Optional tools are listed only when the workspace's policy offers them
+// (Offerer): a model is not shown tools it may not use.
+var optional = map[string]bool{"checkpoints": true, "undo": true}
+
+// Offerer is a Caller that knows which optional tools its workspace
+// offers. A Caller that is not one offers none.
+type Offerer interface {
+	Offers(name string) bool
+}
+
+// Offers says whether the policy lets the agent use the tool name.
+func (t *Tools) Offers(name string) bool {
+	switch name {
+	case "checkpoints", "undo":
+		return t.checkpointsAllowed() == nil
 	}
+	return slices.Contains(Names, name)
 }
 
 var defs = []toolDef{
@@ -73,6 +102,8 @@ var defs = []toolDef{
 	// both are the policy's, which only the daemon knows, and the SDK
 	// would fill a schema default into every call that gives none.
 	def[ExecArgs, ExecResult]("exec", descExec, nil),
+	def[CheckpointsArgs, CheckpointsResult]("checkpoints", descCheckpoints, nil),
+	def[UndoArgs, UndoResult]("undo", descUndo, nil),
 }
 
 func addTool[In any, Out texter](s *mcp.Server, c Caller, t *mcp.Tool) {
@@ -167,8 +198,11 @@ func NewServer(c Caller, version string, log *slog.Logger) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "computerfs", Title: "computerfs workspace", Version: version},
 		&mcp.ServerOptions{Logger: log, Instructions: "Tools for one computerfs workspace, mounted at /workspace. " +
 			"Paths are absolute under /workspace or relative to it; the same paths work in exec's commands."})
+	o, _ := c.(Offerer)
 	for _, d := range defs {
-		d(s, c)
+		if !optional[d.name] || (o != nil && o.Offers(d.name)) {
+			d.add(s, c)
+		}
 	}
 	return s
 }

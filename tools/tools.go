@@ -81,6 +81,13 @@ type Options struct {
 	Rules *rules.Checker
 	Run   Runner // nil: exec is refused
 	Log   *slog.Logger
+	// Checkpoint, if set, is called before every call, with the call's
+	// name and id, and returns the name of the checkpoint taken for it
+	// (the audit records it); AfterCall when the call has ended.
+	Checkpoint func(label string) string
+	AfterCall  func(label string)
+	// Checkpoints serves the checkpoints and undo tools (nil: refused).
+	Checkpoints Checkpoints
 }
 
 // Tools are a workspace's tools. They are safe for concurrent use.
@@ -95,6 +102,10 @@ type Tools struct {
 	// tens of MiB: a file grep searches, an edit's copies); the others
 	// wait their turn.
 	slots chan struct{}
+
+	ckpt  func(label string) string
+	after func(label string)
+	ckpts Checkpoints
 }
 
 // MaxConcurrent is how many calls of the file tools (all but exec, which
@@ -146,7 +157,8 @@ func New(f *wsfs.FS, opts Options) (*Tools, error) {
 	// of directories, races with other writers).
 	raw := f.As(kv.Actor{Entry: "tools"})
 	raw.SetRootPrefix(Root)
-	return &Tools{fs: raw.WithPolicy(pl.paths), raw: raw, st: f.Store(), pol: pl, run: opts.Run, log: log, slots: make(chan struct{}, MaxConcurrent)}, nil
+	return &Tools{fs: raw.WithPolicy(pl.paths), raw: raw, st: f.Store(), pol: pl, run: opts.Run, log: log, slots: make(chan struct{}, MaxConcurrent),
+		ckpt: opts.Checkpoint, after: opts.AfterCall, ckpts: opts.Checkpoints}, nil
 }
 
 func cmpOr(v, def int64) int64 {
@@ -178,6 +190,12 @@ func do[A any, R summarizer](ctx context.Context, t *Tools, tool string, args A,
 	c := &call{id: id, actor: kv.Actor{Entry: "tools", Request: strconv.FormatUint(id, 10)}}
 	c.fs = t.fs.As(c.actor)
 	rec := &kv.AuditRecord{ID: id, Tool: tool, Args: auditArgs(args), Start: start.UnixNano(), Actor: c.actor}
+	if t.ckpt != nil {
+		rec.Checkpoint = t.ckpt(tool + " #" + strconv.FormatUint(id, 10))
+	}
+	if t.after != nil {
+		defer t.after(tool + " #" + strconv.FormatUint(id, 10))
+	}
 	// Past the workspace's quota the audit keeps a short record (the
 	// arguments as one digest, the result or error cut short); past its
 	// grace too the call is refused before it runs, so that nothing that
@@ -406,7 +424,7 @@ func shrink(v any) any {
 }
 
 // Names lists the tools.
-var Names = []string{"read", "write", "edit", "mkdir", "ls", "find", "grep", "delete", "exec"}
+var Names = []string{"read", "write", "edit", "mkdir", "ls", "find", "grep", "delete", "exec", "checkpoints", "undo"}
 
 // Call runs the tool name with JSON arguments and returns its result as
 // JSON: for servers (the daemon's control socket) that take calls by name.
@@ -431,6 +449,10 @@ func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) (js
 		return callJSON(ctx, args, t.Delete)
 	case "exec":
 		return callJSON(ctx, args, t.Exec)
+	case "checkpoints":
+		return callJSON(ctx, args, t.CheckpointList)
+	case "undo":
+		return callJSON(ctx, args, t.Undo)
 	}
 	return nil, fmt.Errorf("unknown tool %q (the tools are %v)", name, Names)
 }

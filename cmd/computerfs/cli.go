@@ -75,6 +75,12 @@ func init() {
 			details: "The files become the snapshot's; the journal goes on with a rollback record (sync back then\n" +
 				"compares every file with the remote), and the audit, spec, sync state and snapshots stay.\n" +
 				"Mounted (-w): files programs still have open fail with EIO; new opens see the snapshot."},
+		{name: "undo", args: "-w MOUNTPOINT [--list] [CALL | @SEQ]", run: cmdUndo,
+			summary: "go back to before an agent's call (the policy's checkpoint: each-call)",
+			example: "computerfs undo -w /mnt/ws\ncomputerfs undo -w /mnt/ws 42\ncomputerfs undo -w /mnt/ws --list",
+			details: "With no argument: before the last call that changed something (again: one call further).\n" +
+				"CALL is a tool call's id as computerfs log --tools shows it; @SEQ a checkpoint from --list.\n" +
+				"It is a rollback to that checkpoint: newer checkpoints stay, so an undo can be undone."},
 		{name: "unmount", args: "[--timeout D] MOUNTPOINT", run: cmdUnmount,
 			summary: "unmount a workspace and wait for its daemon to close the store (also: umount)",
 			example: "computerfs unmount /mnt/ws"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/signal"
@@ -239,5 +240,55 @@ func cmdRollback(args []string, stdout, stderr io.Writer) error {
 		return printJSON(stdout, info)
 	}
 	fmt.Fprintf(stdout, "rolled back to snapshot %s in %v (journal record %d)\n", textsafe.Name(info.Name), time.Since(start).Round(time.Millisecond), info.Seq)
+	return nil
+}
+
+// cmdUndo puts a mounted workspace back to one of its checkpoints, or
+// lists them (--list).
+func cmdUndo(args []string, stdout, stderr io.Writer) error {
+	fset := newFlags("undo")
+	mount := fset.String("w", "", "the mount point of the workspace")
+	list := fset.Bool("list", false, "list the checkpoints instead")
+	asJSON := fset.Bool("json", false, "print JSON")
+	pos, err := parse(fset, args, stdout)
+	if err != nil {
+		return err
+	}
+	if *mount == "" {
+		return &exitError{2, errors.New("missing -w MOUNTPOINT")}
+	}
+	if len(pos) > 1 || (*list && len(pos) > 0) {
+		return &exitError{2, fmt.Errorf("unexpected argument %q", pos[len(pos)-1])}
+	}
+	c, err := computerfs.Dial(*mount)
+	if err != nil {
+		return err
+	}
+	if *list {
+		cps, err := c.Checkpoints(context.Background())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, cps)
+		}
+		for _, cp := range cps {
+			fmt.Fprintf(stdout, "%-10s %s  %s\n", cp.Name, cp.Created.Local().Format("2006-01-02 15:04:05"), textsafe.Text(cp.Label))
+		}
+		return nil
+	}
+	to := ""
+	if len(pos) == 1 {
+		to = pos[0]
+	}
+	start := time.Now()
+	res, err := c.Undo(context.Background(), to)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "back to checkpoint %s in %v (journal record %d)\n", textsafe.Name(res.Checkpoint), time.Since(start).Round(time.Millisecond), res.Seq)
 	return nil
 }

@@ -1,0 +1,222 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Checkpoints are the snapshots a store takes on its own, before an
+// agent's calls (the root package's `checkpoint: each-call`). One is named
+// "@SEQ" after the journal's last record when it was taken: it holds the
+// state after record SEQ and nothing later. Every change leaves a journal
+// record, so two checkpoints of one SEQ would hold the same state, and a
+// store takes a checkpoint only when its journal moved since the last one:
+// a run of calls that change nothing costs one checkpoint, and a call that
+// reads costs a look at the journal's end.
+//
+// A checkpoint is a snapshot in every other way (STORE/snapshots/@SEQ:
+// links to the tables and blobs, a copy of the log, copy-on-write of a
+// blob written afterwards), so rollback and fork take its name as they
+// take a snapshot's. Snapshots lists only the names users give (no name
+// of theirs starts with '@'); Checkpoints lists the rest.
+//
+// Taking one is split in two so that a call waits only for the first
+// part: Checkpoint holds changes off while Pebble links its tables and
+// copies its log and the blobs are linked (what a snapshot holds them for),
+// into a temporary directory; the finish function it returns then makes
+// that durable and renames it into place, while calls go on. A crash
+// before the rename leaves a .tmp- directory that the next open removes.
+
+// checkpointFlushAt: before a checkpoint, a memtable larger than this is
+// written to a table, so that each checkpoint's copy of the log is at most
+// about this big (a snapshot allows 4 MiB: it is taken far less often).
+const checkpointFlushAt = 1 << 20
+
+var checkpointRe = regexp.MustCompile(`^@[0-9]{1,20}$`)
+
+// CheckpointName is the name of the checkpoint of the state after journal
+// record seq.
+func CheckpointName(seq uint64) string { return "@" + strconv.FormatUint(seq, 10) }
+
+// IsCheckpoint says whether name is a checkpoint's name (@SEQ).
+func IsCheckpoint(name string) bool { return checkpointRe.MatchString(name) }
+
+// checkpointSeq is the SEQ of the checkpoint name.
+func checkpointSeq(name string) uint64 {
+	n, _ := strconv.ParseUint(name[1:], 10, 64)
+	return n
+}
+
+// checkRef accepts a snapshot's name or a checkpoint's.
+func checkRef(name string) error {
+	if IsCheckpoint(name) {
+		return nil
+	}
+	return CheckSnapshotName(name)
+}
+
+// CheckpointInfo describes a checkpoint.
+type CheckpointInfo struct {
+	Name    string    `json:"name"` // @SEQ
+	Seq     uint64    `json:"seq"`  // the journal's last record when it was taken
+	Created time.Time `json:"created"`
+	// Label says what it was taken for (the call it came before), as the
+	// caller of Checkpoint gave it.
+	Label string `json:"label,omitempty"`
+	// Held is how long changes were held off while it was taken; New
+	// says it was taken by this call (else the journal had not moved
+	// since the checkpoint of Seq). Set by Checkpoint only.
+	Held time.Duration `json:"held_ns,omitempty"`
+	New  bool          `json:"new,omitempty"`
+}
+
+var checkpointTmp atomic.Uint64
+
+// Checkpoint takes a checkpoint of the store's current state, unless the
+// journal has not moved since the one of its last record, which is then
+// the answer. It returns once changes may go on; finish, when not nil,
+// must then be called (once, from any goroutine, before the store closes)
+// to make the checkpoint durable and put it under its name: until then
+// it is not listed and cannot be rolled back to.
+// label (at most maxCheckpointLabel bytes kept) goes with a new one.
+func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() error, err error) {
+	s.enter()
+	defer s.leave()
+	root := filepath.Join(s.dir, snapshotsDir)
+	s.jmu.Lock()
+	seq := s.jnext - 1
+	s.jmu.Unlock()
+	if p := filepath.Join(root, CheckpointName(seq)); exists(p) {
+		return readCheckpoint(p), nil, nil
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return CheckpointInfo{}, nil, err
+	}
+	tmp := filepath.Join(root, fmt.Sprintf(".tmp-@%d-%d", os.Getpid(), checkpointTmp.Add(1)))
+	held, seq, err := s.checkpoint(tmp, checkpointFlushAt)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return CheckpointInfo{}, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	name := CheckpointName(seq)
+	if len(label) > maxCheckpointLabel {
+		label = label[:maxCheckpointLabel]
+	}
+	info = CheckpointInfo{Name: name, Seq: seq, Created: time.Now(), Label: label, Held: held, New: true}
+	finish = func() error {
+		if err := os.WriteFile(filepath.Join(tmp, checkpointLabel), []byte(label), 0o600); err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("checkpoint %s: %w", name, err)
+		}
+		if !s.fs.noSync {
+			if err := syncSnapshot(tmp); err != nil {
+				os.RemoveAll(tmp)
+				return fmt.Errorf("checkpoint %s: %w", name, err)
+			}
+		}
+		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
+			os.RemoveAll(tmp)
+			if errors.Is(err, os.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
+				return nil // taken meanwhile by another call: the same state
+			}
+			return fmt.Errorf("checkpoint %s: %w", name, err)
+		}
+		return syncDir(root)
+	}
+	return info, finish, nil
+}
+
+// Checkpoints lists the store's checkpoints, oldest first.
+func (s *Store) Checkpoints() ([]CheckpointInfo, error) { return ListCheckpoints(s.dir) }
+
+// ListCheckpoints lists the checkpoints of the store in dir, open or not,
+// oldest first.
+func ListCheckpoints(dir string) ([]CheckpointInfo, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []CheckpointInfo
+	for _, e := range entries {
+		if !e.IsDir() || !IsCheckpoint(e.Name()) {
+			continue
+		}
+		c := readCheckpoint(filepath.Join(dir, snapshotsDir, e.Name()))
+		if c.Created.IsZero() {
+			continue // pruned meanwhile
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}
+
+// PruneCheckpoints deletes the checkpoints past the keep newest (keep <= 0:
+// no bound) and those older than maxAge (0: no bound), never the newest,
+// and returns the names it deleted.
+func (s *Store) PruneCheckpoints(keep int, maxAge time.Duration) ([]string, error) {
+	list, err := s.Checkpoints()
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	now := time.Now()
+	for i, c := range list {
+		if i == len(list)-1 {
+			break
+		}
+		old := maxAge > 0 && now.Sub(c.Created) > maxAge
+		over := keep > 0 && len(list)-i > keep
+		if !old && !over {
+			continue
+		}
+		if err := s.DeleteSnapshot(c.Name); err != nil && !errors.Is(err, ErrNoSnapshot) {
+			return gone, err
+		}
+		gone = append(gone, c.Name)
+	}
+	return gone, nil
+}
+
+// checkpointLabel is the file of a checkpoint's label, beside db/ and
+// blobs/; maxCheckpointLabel bounds it.
+const (
+	checkpointLabel    = "label"
+	maxCheckpointLabel = 512
+)
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// readCheckpoint describes the checkpoint in dir (Created zero if it is
+// gone).
+func readCheckpoint(dir string) CheckpointInfo {
+	name := filepath.Base(dir)
+	c := CheckpointInfo{Name: name, Seq: checkpointSeq(name)}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return c
+	}
+	c.Created = st.ModTime()
+	if f, err := os.Open(filepath.Join(dir, checkpointLabel)); err == nil {
+		buf := make([]byte, maxCheckpointLabel)
+		n, _ := io.ReadFull(f, buf)
+		f.Close()
+		c.Label = string(buf[:n])
+	}
+	return c
+}
