@@ -199,6 +199,12 @@ func TestRollbackMappedAndLocked(t *testing.T) {
 		t.Helper()
 		for name, n := range sizes {
 			b, err := os.ReadFile(p(name))
+			// An open fails with EIO until the RELEASE of the
+			// passthrough handle from before reaches the daemon.
+			for i := 0; errors.Is(err, syscall.EIO) && i < 300; i++ {
+				time.Sleep(100 * time.Millisecond)
+				b, err = os.ReadFile(p(name))
+			}
 			if err != nil {
 				t.Errorf("%s: read %s: %v", when, name, err)
 				continue
