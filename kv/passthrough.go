@@ -52,10 +52,18 @@ type blobStat struct {
 	atime, mtime, ctime int64
 }
 
+// statBlob stats f through os.File, which holds the descriptor while it
+// does: a GetAttr may stat a pinned blob that its last RELEASE is closing
+// at that moment (it retries, see pins.stable), and a raw f.Fd() would
+// race with that close (and could stat a descriptor number reused).
 func statBlob(f *os.File) (blobStat, error) {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return blobStat{}, fmt.Errorf("stat blob %s: %w", f.Name(), err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return blobStat{}, fmt.Errorf("stat blob %s: no stat_t", f.Name())
 	}
 	return blobStat{
 		size: uint64(st.Size), blocks: uint64(st.Blocks),

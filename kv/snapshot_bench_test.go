@@ -2,53 +2,42 @@ package kv
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
 // BenchmarkSnapshot takes snapshots of stores of 100 MB and 1 GB, in small
-// files (32 KiB: chunks in Pebble) or big ones (8 MiB: blobs), and reports
-// per snapshot the time changes were held off (held-ms), a fork of it
-// (fork-ms), and, once per store in the same run, `cp -a` of the store
-// directory (cp-ms). Run with:
+// files (32 KiB: chunks in Pebble), big ones (8 MiB: blobs) or both
+// (mixed: a tenth of the bytes in small files, the rest in big ones), and
+// reports per snapshot the time changes were held off (held-ms), a fork
+// of it (fork-ms), and, once per store in the same run, `cp -a` of the
+// store directory (cp-ms). Run with:
 //
 //	go test -tags seccomp -run '^$' -bench Snapshot -benchtime 5x ./kv/
 //
-// The 1 GB stores take a minute or more to build.
+// The 1 GB stores take a minute or more to build. BENCH_SNAPSHOT_SIZES
+// chooses the sizes (a comma-separated list of MB or GB, default
+// "100MB,1GB"); the 10 GB figures of docs/snapshots.md come from
+//
+//	BENCH_SNAPSHOT_SIZES=10GB go test -tags seccomp -run '^$' -bench 'Snapshot/10240MB/mixed' -benchtime 1x -timeout 60m ./kv/
+//
+// which needs some 25 GB of free disk under TMPDIR (the store and its cp -a).
 func BenchmarkSnapshot(b *testing.B) {
-	for _, size := range []int64{100 << 20, 1 << 30} {
-		for _, kind := range []struct {
-			name string
-			file int
-		}{{"small", 32 << 10}, {"big", 8 << 20}} {
-			b.Run(fmt.Sprintf("%dMB/%s", size>>20, kind.name), func(b *testing.B) {
+	for _, size := range benchSnapshotSizes(b) {
+		for _, kind := range []string{"small", "big", "mixed"} {
+			b.Run(fmt.Sprintf("%dMB/%s", size>>20, kind), func(b *testing.B) {
 				dir := filepath.Join(b.TempDir(), "store")
 				s, err := Open(dir, quietOptions())
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer s.Close()
-				data := pattern(7, kind.file)
-				perDir := 1000
-				var d uint64
-				for i := 0; int64(i)*int64(kind.file) < size; i++ {
-					if i%perDir == 0 {
-						a, err := s.Create(RootIno, fmt.Sprintf("d%d", i/perDir), NewInode{Mode: S_IFDIR | 0o755})
-						if err != nil {
-							b.Fatal(err)
-						}
-						d = a.Ino
-					}
-					a, err := s.Create(d, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := s.Write(a.Ino, 0, data); err != nil {
-						b.Fatal(err)
-					}
-				}
+				fillBenchStore(b, s, size, kind)
 				// cp -a of the store closed (Pebble's compactions would
 				// remove tables under it), then open again.
 				if err := s.Close(); err != nil {
@@ -86,6 +75,63 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.ReportMetric(float64(cp.Microseconds())/1000, "cp-ms")
 			})
 		}
+	}
+}
+
+// benchSnapshotSizes is BENCH_SNAPSHOT_SIZES in bytes ("100MB,1GB" when
+// unset).
+func benchSnapshotSizes(b *testing.B) []int64 {
+	env := os.Getenv("BENCH_SNAPSHOT_SIZES")
+	if env == "" {
+		env = "100MB,1GB"
+	}
+	var sizes []int64
+	for _, f := range strings.Split(env, ",") {
+		f = strings.ToUpper(strings.TrimSpace(f))
+		unit := int64(1 << 20)
+		num, ok := strings.CutSuffix(f, "MB")
+		if !ok {
+			num, ok = strings.CutSuffix(f, "GB")
+			unit = 1 << 30
+		}
+		n, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || n <= 0 {
+			b.Fatalf("BENCH_SNAPSHOT_SIZES: %q is not a size such as 100MB or 10GB", f)
+		}
+		sizes = append(sizes, n*unit)
+	}
+	return sizes
+}
+
+// fillBenchStore writes size bytes of files into s, a thousand to a
+// directory: 32 KiB files (small), 8 MiB ones (big), or a tenth of the
+// bytes in 32 KiB files and the rest in 8 MiB ones (mixed).
+func fillBenchStore(b *testing.B, s *Store, size int64, kind string) {
+	const small, big = 32 << 10, 8 << 20
+	bigBytes := map[string]int64{"small": 0, "big": size, "mixed": size - size/10}[kind]
+	smallData, bigData := pattern(7, small), pattern(7, big)
+	const perDir = 1000
+	var d uint64
+	for i, written := 0, int64(0); written < size; i++ {
+		if i%perDir == 0 {
+			a, err := s.Create(RootIno, fmt.Sprintf("d%d", i/perDir), NewInode{Mode: S_IFDIR | 0o755})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d = a.Ino
+		}
+		a, err := s.Create(d, fmt.Sprintf("f%d", i), NewInode{Mode: S_IFREG | 0o644})
+		if err != nil {
+			b.Fatal(err)
+		}
+		data := smallData
+		if written < bigBytes {
+			data = bigData
+		}
+		if _, err := s.Write(a.Ino, 0, data); err != nil {
+			b.Fatal(err)
+		}
+		written += int64(len(data))
 	}
 }
 
