@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 import (
 	"bytes"
@@ -176,7 +176,7 @@ func (d *diffOut) stat(c change) (fileStat, error) {
 		return st, nil
 	}
 	for _, op := range d.g.lineDiff(splitKeep(string(a)), splitKeep(string(b))) {
-		switch op.kind {
+		switch op.Kind {
 		case '+':
 			st.add++
 		case '-':
@@ -393,28 +393,28 @@ func (d *diffOut) patch(c change) error {
 	}
 	fmt.Fprintf(o, "--- %s\n+++ %s\n", aName, bName)
 	la, lb := splitKeep(string(a)), splitKeep(string(b))
-	writeHunks(o, d.g.lineDiff(la, lb), la, lb, d.ctx)
+	writeHunks(o, d.g.host.Hunks(d.g.lineDiff(la, lb), d.ctx), la, lb)
 	return nil
 }
 
 func modeStr(m filemode.FileMode) string { return fmt.Sprintf("%06o", uint32(m)) }
 
 // writeHunks writes unified hunks with git's function-name headers.
-func writeHunks(o stringWriter, ops []editOp, la, lb []string, ctx int) {
-	for _, h := range hunks(ops, ctx) {
-		fn := funcName(la, h.aStart)
+func writeHunks(o stringWriter, hunks []Hunk, la, lb []string) {
+	for _, h := range hunks {
+		fn := funcName(la, h.AStart)
 		if fn != "" {
 			fn = " " + fn
 		}
-		fmt.Fprintf(o, "@@ %s @@%s\n", h.ranges(), fn)
-		for _, op := range h.ops {
-			switch op.kind {
+		fmt.Fprintf(o, "@@ %s @@%s\n", h.Ranges, fn)
+		for _, op := range h.Ops {
+			switch op.Kind {
 			case ' ':
-				gitLine(o, " ", la[op.a])
+				gitLine(o, " ", la[op.A])
 			case '-':
-				gitLine(o, "-", la[op.a])
+				gitLine(o, "-", la[op.A])
 			case '+':
-				gitLine(o, "+", lb[op.b])
+				gitLine(o, "+", lb[op.B])
 			}
 		}
 	}
@@ -466,7 +466,7 @@ func gitDiff(g *gitCmd) int {
 		}
 		revs, paths = a.args[:n], a.args[n:]
 		for _, p := range paths {
-			if _, err := g.wfs.Lstat(g.wsPath(absPath(g.dir, p))); err != nil {
+			if _, err := g.wfs.Lstat(g.wsPath(g.host.Abs(g.dir, p))); err != nil {
 				g.out.Flush()
 				fmt.Fprintf(g.stderr, "fatal: ambiguous argument '%s': unknown revision or path not in the working tree.\nUse '--' to separate paths from revisions, like this:\n'git <command> [<revision>...] -- [<file>...]'\n", p)
 				return 128

@@ -1,7 +1,8 @@
-package shell
+package gitcmd
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -352,7 +353,7 @@ func gitRm(g *gitCmd) int {
 		unstage(idx, p)
 		if !a.has("--cached") {
 			if err := g.wfs.Remove(g.file(p)); err != nil && !isNotExist(err) {
-				return g.fatal("git rm: '%s': %s", p, errText(err))
+				return g.fatal("git rm: '%s': %s", p, g.host.ErrText(err))
 			}
 			g.removeEmptyDirs(parentDir(p))
 		}
@@ -443,7 +444,7 @@ func gitMv(g *gitCmd) int {
 			return g.fatal("%v", err)
 		}
 		if err := g.wfs.Rename(g.file(m.from), g.file(m.to)); err != nil {
-			return g.fatal("renaming '%s' failed: %s", m.from, errText(err))
+			return g.fatal("renaming '%s' failed: %s", m.from, g.host.ErrText(err))
 		}
 		for _, e := range idx.Entries {
 			if e.Name == m.from || strings.HasPrefix(e.Name, m.from+"/") {
@@ -506,9 +507,9 @@ func gitCommit(g *gitCmd) int {
 	var msg string
 	switch {
 	case a.has("--file"):
-		data, err := g.readFile(a.val("--file"))
+		data, err := g.host.ReadFile(a.val("--file"))
 		if err != nil {
-			return g.fatal("could not read log file '%s': %s", a.val("--file"), errText(err))
+			return g.fatal("could not read log file '%s': %s", a.val("--file"), g.host.ErrText(err))
 		}
 		msg = string(data)
 	case a.has("--message"):
@@ -706,7 +707,7 @@ func (g *gitCmd) reflog(name plumbing.ReferenceName, old, new plumbing.Hash, rea
 	if err := g.wfs.MkdirAll(path.Dir(p), 0o755); err != nil {
 		return
 	}
-	f, err := g.wfs.Open(p, O_WRONLY|O_CREATE|O_APPEND, 0o644)
+	f, err := g.wfs.Open(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return
 	}
@@ -1730,15 +1731,15 @@ func gitInit(g *gitCmd) int {
 		return g.usage("too many arguments")
 	}
 	if len(a.args) == 1 {
-		dir = strings.TrimSuffix(absPath(g.dir, a.args[0]), "/")
+		dir = strings.TrimSuffix(g.host.Abs(g.dir, a.args[0]), "/")
 	}
-	if dir != wsRoot && !strings.HasPrefix(dir, wsRoot+"/") {
+	if dir != Root && !strings.HasPrefix(dir, Root+"/") {
 		return g.usage("a repository outside /workspace is not supported")
 	}
-	g.wfs = g.r.sh.fs
+	g.wfs = g.call.FS
 	g.root = dir
 	if err := g.wfs.MkdirAll(g.wsPath(dir), 0o755); err != nil {
-		return g.fatal("cannot mkdir %s: %s", dir, errText(err))
+		return g.fatal("cannot mkdir %s: %s", dir, g.host.ErrText(err))
 	}
 	if _, err := g.wfs.Lstat(g.file(".git/HEAD")); err == nil {
 		if !a.has("--quiet") {

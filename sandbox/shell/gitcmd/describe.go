@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git describe [--tags] [--always] [--long] [--abbrev=N] [COMMIT]: the
 // nearest tag by the number of commits between, as git counts them.

@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git shortlog [-s] [-n] [-e] [REVISIONS] [-- PATHS]: commits grouped by
 // author.
