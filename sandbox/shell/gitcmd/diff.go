@@ -13,7 +13,7 @@ import (
 
 // diffFlags are the output options shared by diff, log and show.
 var diffFlagSpecs = []string{"--stat", "--name-only", "--name-status", "--numstat", "--shortstat", "--patch|-p|-u",
-	"--no-patch|-s", "--unified=|-U", "--no-color", "--color=?", "--no-renames", "--find-renames|-M", "--no-ext-diff", "--full-index", "--binary", "--exit-code", "--quiet"}
+	"--no-patch|-s", "--unified=|-U", "--no-color", "--color=?", "--no-renames", "--find-renames|-M", "--no-ext-diff", "--full-index", "--binary", "--exit-code", "--quiet", "--word-diff=?"}
 
 func init() {
 	gitSubs["diff"] = &gitSub{run: gitDiff, flags: flags(append([]string{"--cached|--staged"}, diffFlagSpecs...)...)}
@@ -21,6 +21,9 @@ func init() {
 }
 
 func checkDiffOpts(a *gitArgs) string {
+	if why := checkWordDiff(a); why != "" {
+		return why
+	}
 	if v := a.val("--color"); a.has("--color") && v != "never" {
 		return "--color is not supported"
 	}
@@ -50,10 +53,11 @@ type diffOut struct {
 	readB   func(p string, f treeFile) ([]byte, error)
 	hashB   func(p string, f treeFile) plumbing.Hash
 	relName func(string) string // for --stat and friends
+	words   *wordMode           // --word-diff's, or nil
 }
 
 func (g *gitCmd) newDiffOut() *diffOut {
-	d := &diffOut{g: g, ctx: 3, relName: func(p string) string { return p }}
+	d := &diffOut{g: g, ctx: 3, relName: func(p string) string { return p }, words: wordModes[wordDiffMode(g.a)]}
 	if g.a.has("--unified") {
 		d.ctx, _ = strconv.Atoi(g.a.val("--unified"))
 	}
@@ -393,7 +397,12 @@ func (d *diffOut) patch(c change) error {
 	}
 	fmt.Fprintf(o, "--- %s\n+++ %s\n", aName, bName)
 	la, lb := splitKeep(string(a)), splitKeep(string(b))
-	writeHunks(o, d.g.host.Hunks(d.g.lineDiff(la, lb), d.ctx), la, lb)
+	hunks := d.g.host.Hunks(d.g.lineDiff(la, lb), d.ctx)
+	if d.words != nil {
+		d.writeWordHunks(o, hunks, la, lb, d.words)
+	} else {
+		writeHunks(o, hunks, la, lb)
+	}
 	return nil
 }
 

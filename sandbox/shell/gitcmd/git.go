@@ -470,6 +470,11 @@ func Run(c *Call) int {
 				}
 			}
 		}
+		if wordDiffMode(g.a) != "" {
+			if why := g.wordRegexSet(); why != "" {
+				return g.usage(why)
+			}
+		}
 	}
 	return s.run(g)
 }

@@ -741,6 +741,9 @@ func gitShow(g *gitCmd) int {
 		if err != nil {
 			return g.fatal("%v", err)
 		}
+		if len(specs) > 0 && len(cs) == 0 && c.NumParents() < 2 {
+			continue // a commit that does not touch the paths is not shown
+		}
 		if err := lp.print(c, cs); err != nil {
 			return g.fatal("%v", err)
 		}
