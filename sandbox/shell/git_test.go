@@ -349,7 +349,7 @@ func TestGitIdentityUnknown(t *testing.T) {
 // usage error (129) with a message, never wrong output.
 func TestGitUnsupportedAtRunTime(t *testing.T) {
 	p := newGitPair(t, buildGitOrigin(t))
-	for _, script := range []string{"git push", "git rebase -i HEAD~2", "git log --graph", "git status --porcelain=v2", "git commit", "git diff --word-diff"} {
+	for _, script := range []string{"git push", "git rebase -i HEAD~2", "git log --graph", "git status --porcelain=v2", "git commit", "git diff --word-diff=color"} {
 		out, errs, code := fastGit(t, p.s, script)
 		if code != 129 || out != "" || !strings.Contains(errs, "sandbox") {
 			t.Errorf("%s: status %d, out %q, err %q", script, code, out, errs)
@@ -402,7 +402,7 @@ func TestGitCanRun(t *testing.T) {
 		{"git tag -a v1 -m x", false},
 		{"git log --graph", false},
 		{"git status --porcelain=v2", false},
-		{"git diff --word-diff", false},
+		{"git diff --word-diff=color", false},
 		{"git commit", false},
 		{"git commit -m x file.go", false},
 		{"git log --format='%ar'", true},

@@ -21,6 +21,11 @@ func init() {
 		if v := a.val("--abbrev"); a.has("--abbrev") && v != "" && !isDigits(v) {
 			return "--abbrev needs a number"
 		}
+		for _, w := range a.raw {
+			if w == "--abbrev=" {
+				return "--abbrev needs a number"
+			}
+		}
 		return ""
 	}
 }

@@ -24,6 +24,15 @@ func checkDiffOpts(a *gitArgs) string {
 	if why := checkWordDiff(a); why != "" {
 		return why
 	}
+	n := 0
+	for _, f := range []string{"--name-only", "--name-status", "--no-patch"} {
+		if a.has(f) {
+			n++
+		}
+	}
+	if n > 1 {
+		return "--name-only, --name-status and -s together are git's fatal error"
+	}
 	if v := a.val("--color"); a.has("--color") && v != "never" {
 		return "--color is not supported"
 	}
@@ -77,6 +86,12 @@ func diffFormats(a *gitArgs, def string) map[string]bool {
 	}
 	if a.has("--no-patch") {
 		return map[string]bool{"none": true}
+	}
+	// names only: git drops the stats and the patch (diff_setup_done)
+	for _, f := range []string{"name-status", "name-only"} {
+		if m[f] {
+			return map[string]bool{f: true}
+		}
 	}
 	if len(m) == 0 && def != "" {
 		m[def] = true

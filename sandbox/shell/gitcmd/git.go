@@ -89,6 +89,7 @@ type gitArgs struct {
 	dash  bool                // "--" was given
 	nDash int                 // index in args where the arguments after "--" start
 	re    Regexps             // how its patterns are read
+	raw   []string            // the command line after the subcommand
 }
 
 func (a *gitArgs) has(name string) bool { _, ok := a.opts[name]; return ok }
@@ -107,7 +108,7 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 func parseGitArgs(sub string, s *gitSub, argv []string) (*gitArgs, error) {
-	a := &gitArgs{opts: map[string][]string{}}
+	a := &gitArgs{opts: map[string][]string{}, raw: argv}
 	set := func(name, v string) {
 		a.opts[name] = append(a.opts[name], v)
 		a.order = append(a.order, name)
@@ -243,6 +244,9 @@ func gitUnsupported(argv []string, re Regexps) string {
 	s, ok := gitSubs[sub]
 	if !ok {
 		return fmt.Sprintf("git %s is not supported on the fast path", sub)
+	}
+	if len(argv) == i+2 && argv[i+1] == "-h" {
+		return fmt.Sprintf("git %s -h prints its usage", sub)
 	}
 	a, err := parseGitArgs(sub, s, argv[i+1:])
 	if err != nil {

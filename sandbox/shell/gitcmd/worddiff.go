@@ -47,6 +47,14 @@ func wordDiffMode(a *gitArgs) string {
 
 // checkWordDiff refuses the modes the fast path does not write.
 func checkWordDiff(a *gitArgs) string {
+	for _, w := range a.raw {
+		if w == "--" {
+			break
+		}
+		if w == "--word-diff=" {
+			return "--word-diff= is git's usage error" // bad --word-diff argument
+		}
+	}
 	for _, v := range a.opts["--word-diff"] {
 		if v != "" && v != "none" && wordModes[v] == nil {
 			return "--word-diff=" + v + " is not supported"

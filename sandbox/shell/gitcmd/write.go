@@ -38,6 +38,31 @@ func init() {
 	gitSubs["switch"] = &gitSub{run: gitSwitch, flags: flags("--create=|-c", "--force-create=|-C", "--quiet|-q", "--force|-f|--discard-changes", "--detach|-d")}
 	gitSubs["branch"] = &gitSub{run: gitBranch, flags: flags("--list|-l", "--all|-a", "--remotes|-r", "--delete|-d", "-D", "--move|-m", "--show-current", "--force|-f", "--verbose|-v", "--quiet|-q")}
 	gitSubs["init"] = &gitSub{run: gitInit, flags: flags("--quiet|-q", "--initial-branch=|-b"), noRepo: true}
+	// Command lines that git rejects with its usage text (status 129),
+	// which the sandbox prints.
+	gitChecks["mv"] = func(a *gitArgs) string {
+		if len(a.args) < 2 {
+			return "git mv needs a source and a destination (git prints its usage)"
+		}
+		return ""
+	}
+	gitChecks["init"] = func(a *gitArgs) string {
+		if len(a.args) > 1 {
+			return "too many arguments (git prints its usage)"
+		}
+		return ""
+	}
+	gitChecks["branch"] = func(a *gitArgs) string {
+		for _, f := range []string{"--list", "--delete", "-D", "--move", "--show-current"} {
+			if a.has(f) {
+				return ""
+			}
+		}
+		if len(a.args) > 2 {
+			return "too many arguments (git prints its usage)"
+		}
+		return ""
+	}
 }
 
 // writeObject stores an object and returns its hash.
@@ -267,9 +292,7 @@ func gitAdd(g *gitCmd) int {
 func gitRm(g *gitCmd) int {
 	a := g.a
 	if len(a.args) == 0 {
-		g.out.Flush()
-		fmt.Fprint(g.stderr, "usage: git rm [<options>] [--] <file>...\n")
-		return 129
+		return g.fatal("No pathspec was given. Which files should I remove?")
 	}
 	specs, err := g.pathspecs(a.args)
 	if err != nil {
@@ -1547,8 +1570,10 @@ func gitBranch(g *gitCmd) int {
 			from, to = cur, a.args[0]
 		case 2:
 			from, to = a.args[0], a.args[1]
-		default:
+		case 0:
 			return g.fatal("branch name required")
+		default:
+			return g.fatal("too many arguments for a rename operation")
 		}
 		r, err := g.repo.Storer.Reference(plumbing.NewBranchReferenceName(from))
 		if err != nil {
