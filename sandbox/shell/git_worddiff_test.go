@@ -1,8 +1,13 @@
 package shell
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/gittest"
 )
 
 // TestGitWordDiff: git diff/show/log --word-diff (plain and porcelain)
@@ -25,6 +30,7 @@ func TestGitWordDiff(t *testing.T) {
 		"git diff --word-diff v0.1 origin/feature -- data; git show --word-diff --stat HEAD~2",
 		"printf 'x y z x y z\\nthe quick brown fox\\n' > main.go && " + wd + "printf 'z y x\\nbrown the fox quick jumps\\n\\nx y z x y z\\n' > main.go && " + wd,
 		"sed -i 's/[aeiou]/& /g' README.md && " + wd,
+		"printf 'a a a a b\\nc a a\\n' > w && git add w && printf 'a a a b a\\nc a a a\\n' > w && " + wd,
 		"sed -i 's/e/E/2; s/ /\\t/3' main.go go.mod && " + wd,
 	} {
 		p := newGitPair(t, origin)
@@ -63,4 +69,32 @@ func TestGitWordDiffCanRun(t *testing.T) {
 			t.Errorf("CanRun(%q) = %v (%s), want %v", c.script, ok, why, c.ok)
 		}
 	}
+}
+
+// TestGitWordDiffBudget: the word lists of a big change are charged to
+// the call: a line of 131,072 short words is diffed with the default
+// budget and stopped with a small one.
+func TestGitWordDiffBudget(t *testing.T) {
+	dir := t.TempDir()
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
+	words := strings.Repeat("a ", 1<<17)
+	gittest.Commit(t, dir, map[string]string{"w.txt": words + "\n"}, "words")
+	s, _ := gitStore(t, dir)
+	run := func(max int64) (string, string, int) {
+		var out, errb bytes.Buffer
+		res, err := s.Exec(context.Background(), "sed -i 's/^a/b/' w.txt && git diff --word-diff > /tmp/o && grep -c '^\\[-a-\\]{+b+} a a ' /tmp/o", ExecOptions{Cwd: "/workspace/repo",
+			Env: gitIdentity(), Stdout: &out, Stderr: &errb, Timeout: 5 * time.Minute, MaxMemory: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), res.ExitCode
+	}
+	if out, errs, code := run(0); code != 0 || out != "1\n" {
+		t.Fatalf("default budget: status %d, out %q, err %q", code, out, errs)
+	}
+	out, errs, code := run(8 << 20)
+	if code == 0 || !strings.Contains(errs, "memory") {
+		t.Fatalf("an 8 MiB budget: status %d, out %q, err %q", code, out, errs)
+	}
+	t.Logf("with an 8 MiB budget: status %d, %q", code, errs)
 }

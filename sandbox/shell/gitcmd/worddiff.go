@@ -140,9 +140,17 @@ func (d *diffOut) writeWords(o stringWriter, minus, plus string, m *wordMode) {
 		writeMarked(o, m.removed, m.newline, minus)
 		return
 	}
+	// A word of one byte and its space cost 32 bytes of word lists: the
+	// lists are charged to the call (and given back after), so that a
+	// big file of short words cannot exhaust the daemon.
+	held := int64(len(minus)+len(plus)+2) * 16
+	if !d.g.grow(held) {
+		return
+	}
+	defer d.g.grow(-held)
 	wa, ta := splitWords(minus)
 	wb, tb := splitWords(plus)
-	ops := d.g.lineDiff(ta, tb)
+	ops := compactEdits(d.g.lineDiff(ta, tb), ta, tb)
 	cur := 0 // how much of plus is written
 	for i := 0; i < len(ops); {
 		if ops[i].Kind == ' ' {
@@ -246,3 +254,144 @@ func (g *gitCmd) wordRegexSet() string {
 
 // maxAttributes bounds what is read of one attributes file.
 const maxAttributes = 1 << 20
+
+// compactEdits moves the changes of an edit script where xdiff's
+// xdl_change_compact puts them (git diffs words with no indent
+// heuristic): each run of changes on one side slides up and down over
+// equal words as far as it goes, merging with the runs it meets, and
+// stays at its lowest place unless a place lines it up with a change on
+// the other side. nil (a stopped diff) stays nil.
+func compactEdits(ops []Edit, a, b []string) []Edit {
+	if ops == nil {
+		return nil
+	}
+	// changed flags with a false sentinel at each end (xdiff's rchg)
+	ca, cb := make([]bool, len(a)+2), make([]bool, len(b)+2)
+	for _, op := range ops {
+		switch op.Kind {
+		case '-':
+			ca[op.A+1] = true
+		case '+':
+			cb[op.B+1] = true
+		}
+	}
+	compactSide(ca, cb, a)
+	compactSide(cb, ca, b)
+	out := make([]Edit, 0, len(ops))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if i < len(a) && j < len(b) && !ca[i+1] && !cb[j+1] {
+			out = append(out, Edit{' ', i, j})
+			i, j = i+1, j+1
+			continue
+		}
+		for i < len(a) && ca[i+1] {
+			out = append(out, Edit{'-', i, j})
+			i++
+		}
+		for j < len(b) && cb[j+1] {
+			out = append(out, Edit{'+', i, j})
+			j++
+		}
+	}
+	return out
+}
+
+// group is a run of changed records, [start, end), in xdiff's sense: the
+// k-th group of one side (maybe empty) faces the k-th of the other.
+type group struct{ start, end int }
+
+// compactSide is xdl_change_compact of side ch (records rec) against the
+// other side's flags co. Both have the sentinels: index 1 is record 0.
+func compactSide(ch, co []bool, rec []string) {
+	n, no := len(ch)-2, len(co)-2
+	at := func(c []bool, i int) bool { return c[i+1] }
+	set := func(c []bool, i int, v bool) { c[i+1] = v }
+	initG := func(c []bool) group {
+		g := group{}
+		for at(c, g.end) {
+			g.end++
+		}
+		return g
+	}
+	next := func(c []bool, nrec int, g *group) bool {
+		if g.end == nrec {
+			return false
+		}
+		g.start = g.end + 1
+		for g.end = g.start; at(c, g.end); g.end++ {
+		}
+		return true
+	}
+	prev := func(c []bool, g *group) bool {
+		if g.start == 0 {
+			return false
+		}
+		g.end = g.start - 1
+		for g.start = g.end; at(c, g.start-1); g.start-- {
+		}
+		return true
+	}
+	down := func(g *group) bool {
+		if g.end < n && rec[g.start] == rec[g.end] {
+			set(ch, g.start, false)
+			set(ch, g.end, true)
+			g.start++
+			g.end++
+			for at(ch, g.end) {
+				g.end++
+			}
+			return true
+		}
+		return false
+	}
+	up := func(g *group) bool {
+		if g.start > 0 && rec[g.start-1] == rec[g.end-1] {
+			g.start--
+			g.end--
+			set(ch, g.start, true)
+			set(ch, g.end, false)
+			for at(ch, g.start-1) {
+				g.start--
+			}
+			return true
+		}
+		return false
+	}
+	g, og := initG(ch), initG(co)
+	for {
+		if g.end != g.start {
+			var earliest, matching, size int
+			for {
+				size = g.end - g.start
+				matching = -1
+				for up(&g) {
+					prev(co, &og)
+				}
+				earliest = g.end
+				if og.end > og.start {
+					matching = g.end
+				}
+				for down(&g) {
+					next(co, no, &og)
+					if og.end > og.start {
+						matching = g.end
+					}
+				}
+				if size == g.end-g.start {
+					break
+				}
+			}
+			if g.end != earliest && matching != -1 {
+				for og.end == og.start {
+					up(&g)
+					prev(co, &og)
+				}
+			}
+		}
+		if !next(ch, n, &g) {
+			return
+		}
+		next(co, no, &og)
+	}
+}
