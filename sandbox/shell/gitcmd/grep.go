@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ func gitGrep(g *gitCmd) int {
 	}
 	// a revision to search is not supported; the rest are paths
 	for _, x := range args[:min(len(args), argsBeforeDash(a)-(len(a.args)-len(args)))] {
-		if _, err := g.wfs.Lstat(g.wsPath(absPath(g.dir, x))); err == nil {
+		if _, err := g.wfs.Lstat(g.wsPath(g.host.Abs(g.dir, x))); err == nil {
 			continue
 		}
 		if _, err := g.resolve(x); err == nil {
@@ -64,7 +64,7 @@ func gitGrep(g *gitCmd) int {
 		case a.has("--fixed-strings"):
 			t = regexp.QuoteMeta(p)
 		default:
-			t, err = translateRE(p, a.has("--extended-regexp"))
+			t, err = g.host.TranslateRE(p, a.has("--extended-regexp"))
 			if err != nil {
 				return g.fatal("command line, '%s': %v", p, err)
 			}
@@ -78,7 +78,7 @@ func gitGrep(g *gitCmd) int {
 	if a.has("--ignore-case") {
 		expr = "(?i)" + expr
 	}
-	re, err := compileGo(expr)
+	re, err := g.host.CompileGo(expr)
 	if err != nil {
 		return g.fatal("command line: %v", err)
 	}
@@ -118,7 +118,7 @@ func gitGrep(g *gitCmd) int {
 		lines := splitKeep(string(data))
 		for i, l := range lines {
 			l = strings.TrimSuffix(l, "\n")
-			if g.matchTooCostly(re, len(l)) {
+			if g.host.MatchTooCostly(re, len(l)) {
 				return 125
 			}
 			if re.MatchString(l) == a.has("--invert-match") {

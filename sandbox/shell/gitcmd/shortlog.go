@@ -1,7 +1,7 @@
-package shell
+package gitcmd
 
-// git shortlog [-s] [-n] [-e] [REVISIONS] [-- PATHS]: commits grouped by
-// author.
+// git shortlog [-s] [-n] [-e] [-c] [REVISIONS] [-- PATHS]: commits grouped
+// by author (by committer with -c).
 
 import (
 	"fmt"
@@ -11,8 +11,16 @@ import (
 )
 
 func init() {
-	gitSubs["shortlog"] = &gitSub{run: gitShortlog, flags: flags(append([]string{"--summary|-s", "--numbered|-n", "--email|-e",
-		"--all", "--no-merges", "--first-parent"}, commitFilterFlags...)...)}
+	// shortlog's --committer groups by committer (parse-options takes it
+	// before the revision option --committer=PATTERN, which shortlog so
+	// refuses)
+	specs := []string{"--summary|-s", "--numbered|-n", "--email|-e", "-c|--committer", "--all", "--no-merges", "--first-parent"}
+	for _, f := range commitFilterFlags {
+		if f != "--committer=" {
+			specs = append(specs, f)
+		}
+	}
+	gitSubs["shortlog"] = &gitSub{run: gitShortlog, flags: flags(specs...)}
 	gitChecks["shortlog"] = checkFilterOpts
 }
 
@@ -43,9 +51,13 @@ func gitShortlog(g *gitCmd) int {
 	var authors []*author
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
-		name := c.Author.Name
+		who := c.Author
+		if a.has("-c") {
+			who = c.Committer
+		}
+		name := who.Name
 		if a.has("--email") {
-			name += " <" + c.Author.Email + ">"
+			name += " <" + who.Email + ">"
 		}
 		au := byName[name]
 		if au == nil {

@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git apply [--check] [-R] [--stat] [--numstat] [-p N] [--cached|--index]
 // [PATCH...]: unified diffs (git's or plain), applied as git 2.39 does
@@ -9,6 +9,7 @@ package shell
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"syscall"
@@ -381,18 +382,18 @@ func gitApply(g *gitCmd) int {
 			source = "<stdin>"
 			data, err = g.readAll(g.stdin)
 		} else {
-			var f vfile
-			if f, err = g.cmd.open(absPath(g.dir, n)); err == nil {
+			var f io.ReadCloser
+			if f, err = g.host.Open(g.host.Abs(g.dir, n)); err == nil {
 				data, err = g.readAll(f)
 				f.Close()
 			}
 		}
 		if err != nil {
-			if err == errMemoryLimit {
+			if err == g.host.MemoryLimit() {
 				return 1
 			}
 			g.out.Flush()
-			fmt.Fprintf(g.stderr, "error: can't open patch '%s': %s\n", n, errText(err))
+			fmt.Fprintf(g.stderr, "error: can't open patch '%s': %s\n", n, g.host.ErrText(err))
 			return 128
 		}
 		fs, err := parseApplyPatch(string(data), source, strip)
@@ -503,7 +504,7 @@ func gitApply(g *gitCmd) int {
 				} else {
 					at, lerr := g.wfs.Lstat(g.file(f.oldName))
 					if lerr != nil {
-						fail("%s: %s", f.oldName, errText(orNotExist(lerr)))
+						fail("%s: %s", f.oldName, g.host.ErrText(orNotExist(lerr)))
 						continue
 					}
 					m, ok := modeOf(at)

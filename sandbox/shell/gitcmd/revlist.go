@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git rev-list, and the commit filters git log shares with it: --grep,
 // --author, --committer (regular expressions, -i, -E, -F, --all-match,
@@ -71,7 +71,7 @@ func buildCommitFilter(a *gitArgs, now time.Time) (*commitFilter, error) {
 				}
 				re, err = regexp.Compile(q)
 			} else {
-				re, err = compileRE(p, a.has("--extended-regexp"), a.has("--regexp-ignore-case"))
+				re, err = a.re.CompileRE(p, a.has("--extended-regexp"), a.has("--regexp-ignore-case"))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("the pattern %q is not supported: %v", p, err)

@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git describe [--tags] [--always] [--long] [--abbrev=N] [COMMIT]: the
 // nearest tag by the number of commits between, as git counts them.
@@ -20,6 +20,11 @@ func init() {
 		}
 		if v := a.val("--abbrev"); a.has("--abbrev") && v != "" && !isDigits(v) {
 			return "--abbrev needs a number"
+		}
+		for _, w := range a.raw {
+			if w == "--abbrev=" {
+				return "--abbrev needs a number"
+			}
 		}
 		return ""
 	}

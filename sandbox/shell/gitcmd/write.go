@@ -1,7 +1,8 @@
-package shell
+package gitcmd
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -37,6 +38,31 @@ func init() {
 	gitSubs["switch"] = &gitSub{run: gitSwitch, flags: flags("--create=|-c", "--force-create=|-C", "--quiet|-q", "--force|-f|--discard-changes", "--detach|-d")}
 	gitSubs["branch"] = &gitSub{run: gitBranch, flags: flags("--list|-l", "--all|-a", "--remotes|-r", "--delete|-d", "-D", "--move|-m", "--show-current", "--force|-f", "--verbose|-v", "--quiet|-q")}
 	gitSubs["init"] = &gitSub{run: gitInit, flags: flags("--quiet|-q", "--initial-branch=|-b"), noRepo: true}
+	// Command lines that git rejects with its usage text (status 129),
+	// which the sandbox prints.
+	gitChecks["mv"] = func(a *gitArgs) string {
+		if len(a.args) < 2 {
+			return "git mv needs a source and a destination (git prints its usage)"
+		}
+		return ""
+	}
+	gitChecks["init"] = func(a *gitArgs) string {
+		if len(a.args) > 1 {
+			return "too many arguments (git prints its usage)"
+		}
+		return ""
+	}
+	gitChecks["branch"] = func(a *gitArgs) string {
+		for _, f := range []string{"--list", "--delete", "-D", "--move", "--show-current"} {
+			if a.has(f) {
+				return ""
+			}
+		}
+		if len(a.args) > 2 {
+			return "too many arguments (git prints its usage)"
+		}
+		return ""
+	}
 }
 
 // writeObject stores an object and returns its hash.
@@ -266,9 +292,7 @@ func gitAdd(g *gitCmd) int {
 func gitRm(g *gitCmd) int {
 	a := g.a
 	if len(a.args) == 0 {
-		g.out.Flush()
-		fmt.Fprint(g.stderr, "usage: git rm [<options>] [--] <file>...\n")
-		return 129
+		return g.fatal("No pathspec was given. Which files should I remove?")
 	}
 	specs, err := g.pathspecs(a.args)
 	if err != nil {
@@ -352,7 +376,7 @@ func gitRm(g *gitCmd) int {
 		unstage(idx, p)
 		if !a.has("--cached") {
 			if err := g.wfs.Remove(g.file(p)); err != nil && !isNotExist(err) {
-				return g.fatal("git rm: '%s': %s", p, errText(err))
+				return g.fatal("git rm: '%s': %s", p, g.host.ErrText(err))
 			}
 			g.removeEmptyDirs(parentDir(p))
 		}
@@ -443,7 +467,7 @@ func gitMv(g *gitCmd) int {
 			return g.fatal("%v", err)
 		}
 		if err := g.wfs.Rename(g.file(m.from), g.file(m.to)); err != nil {
-			return g.fatal("renaming '%s' failed: %s", m.from, errText(err))
+			return g.fatal("renaming '%s' failed: %s", m.from, g.host.ErrText(err))
 		}
 		for _, e := range idx.Entries {
 			if e.Name == m.from || strings.HasPrefix(e.Name, m.from+"/") {
@@ -506,9 +530,9 @@ func gitCommit(g *gitCmd) int {
 	var msg string
 	switch {
 	case a.has("--file"):
-		data, err := g.readFile(a.val("--file"))
+		data, err := g.host.ReadFile(a.val("--file"))
 		if err != nil {
-			return g.fatal("could not read log file '%s': %s", a.val("--file"), errText(err))
+			return g.fatal("could not read log file '%s': %s", a.val("--file"), g.host.ErrText(err))
 		}
 		msg = string(data)
 	case a.has("--message"):
@@ -706,7 +730,7 @@ func (g *gitCmd) reflog(name plumbing.ReferenceName, old, new plumbing.Hash, rea
 	if err := g.wfs.MkdirAll(path.Dir(p), 0o755); err != nil {
 		return
 	}
-	f, err := g.wfs.Open(p, O_WRONLY|O_CREATE|O_APPEND, 0o644)
+	f, err := g.wfs.Open(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return
 	}
@@ -1546,8 +1570,10 @@ func gitBranch(g *gitCmd) int {
 			from, to = cur, a.args[0]
 		case 2:
 			from, to = a.args[0], a.args[1]
-		default:
+		case 0:
 			return g.fatal("branch name required")
+		default:
+			return g.fatal("too many arguments for a rename operation")
 		}
 		r, err := g.repo.Storer.Reference(plumbing.NewBranchReferenceName(from))
 		if err != nil {
@@ -1730,15 +1756,15 @@ func gitInit(g *gitCmd) int {
 		return g.usage("too many arguments")
 	}
 	if len(a.args) == 1 {
-		dir = strings.TrimSuffix(absPath(g.dir, a.args[0]), "/")
+		dir = strings.TrimSuffix(g.host.Abs(g.dir, a.args[0]), "/")
 	}
-	if dir != wsRoot && !strings.HasPrefix(dir, wsRoot+"/") {
+	if dir != Root && !strings.HasPrefix(dir, Root+"/") {
 		return g.usage("a repository outside /workspace is not supported")
 	}
-	g.wfs = g.r.sh.fs
+	g.wfs = g.call.FS
 	g.root = dir
 	if err := g.wfs.MkdirAll(g.wsPath(dir), 0o755); err != nil {
-		return g.fatal("cannot mkdir %s: %s", dir, errText(err))
+		return g.fatal("cannot mkdir %s: %s", dir, g.host.ErrText(err))
 	}
 	if _, err := g.wfs.Lstat(g.file(".git/HEAD")); err == nil {
 		if !a.has("--quiet") {

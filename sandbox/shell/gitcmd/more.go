@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 import (
 	"bytes"
@@ -188,7 +188,7 @@ func gitConfig(g *gitCmd) int {
 	}
 	lock := p + ".lock"
 	if err := g.wfs.WriteFile(lock, buf.Bytes(), 0o644); err != nil {
-		return g.fatal("could not lock config file %s: %s", p, errText(err))
+		return g.fatal("could not lock config file %s: %s", p, g.host.ErrText(err))
 	}
 	if err := g.wfs.Rename(lock, p); err != nil {
 		return g.fatal("%v", err)

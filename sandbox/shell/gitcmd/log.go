@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 import (
 	"container/heap"
@@ -119,7 +119,7 @@ func (g *gitCmd) walkCharge() func() error {
 	n := 0
 	return func() error {
 		if n++; n%1024 == 0 && !g.grow(1024*walkCommitCost) {
-			return errMemoryLimit
+			return g.host.MemoryLimit()
 		}
 		return nil
 	}
@@ -565,7 +565,7 @@ func (g *gitCmd) listCommits(needRev bool) (list []*object.Commit, specs []strin
 		}
 		revs, paths = a.args[:n], a.args[n:]
 		for _, p := range paths {
-			if _, err := g.wfs.Lstat(g.wsPath(absPath(g.dir, p))); err != nil {
+			if _, err := g.wfs.Lstat(g.wsPath(g.host.Abs(g.dir, p))); err != nil {
 				return nil, nil, g.badRev(p, err)
 			}
 		}
@@ -740,6 +740,9 @@ func gitShow(g *gitCmd) int {
 		cs, err := g.commitChanges(c, specs, !a.has("--no-renames"))
 		if err != nil {
 			return g.fatal("%v", err)
+		}
+		if len(specs) > 0 && len(cs) == 0 && c.NumParents() < 2 {
+			continue // a commit that does not touch the paths is not shown
 		}
 		if err := lp.print(c, cs); err != nil {
 			return g.fatal("%v", err)

@@ -1,13 +1,13 @@
-package shell
+package gitcmd
 
-// git on the fast path: the common read and write subcommands of the git
-// CLI, run in-process with go-git's object storage on the workspace's
-// checkout. Output follows the git CLI (2.39) byte for byte for the forms
-// that gitCanRun accepts; anything else is a usage error here (status
-// 129) and is routed to the sandbox, where the real git runs, by CanRun.
+// The command line of git (its flag tables, the routing of CanRun) and a
+// run's setup: the repository found above the working directory, opened
+// with go-git on the workspace's store.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +88,8 @@ type gitArgs struct {
 	args  []string            // the other arguments
 	dash  bool                // "--" was given
 	nDash int                 // index in args where the arguments after "--" start
+	re    Regexps             // how its patterns are read
+	raw   []string            // the command line after the subcommand
 }
 
 func (a *gitArgs) has(name string) bool { _, ok := a.opts[name]; return ok }
@@ -106,7 +108,7 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 func parseGitArgs(sub string, s *gitSub, argv []string) (*gitArgs, error) {
-	a := &gitArgs{opts: map[string][]string{}}
+	a := &gitArgs{opts: map[string][]string{}, raw: argv}
 	set := func(name, v string) {
 		a.opts[name] = append(a.opts[name], v)
 		a.order = append(a.order, name)
@@ -218,7 +220,7 @@ var gitConfigValueOK = map[string]map[string]bool{
 
 // gitUnsupported explains why the fast path will not run a git command
 // line, or returns "" if it will.
-func gitUnsupported(argv []string) string {
+func gitUnsupported(argv []string, re Regexps) string {
 	var why string
 	i, err := gitGlobal(argv, func(opt, val string) {
 		if opt == "-c" {
@@ -243,10 +245,14 @@ func gitUnsupported(argv []string) string {
 	if !ok {
 		return fmt.Sprintf("git %s is not supported on the fast path", sub)
 	}
+	if len(argv) == i+2 && argv[i+1] == "-h" {
+		return fmt.Sprintf("git %s -h prints its usage", sub)
+	}
 	a, err := parseGitArgs(sub, s, argv[i+1:])
 	if err != nil {
 		return fmt.Sprintf("git %s: %v", sub, err)
 	}
+	a.re = re
 	if c, ok := gitChecks[sub]; ok {
 		if why := c(a); why != "" {
 			return fmt.Sprintf("git %s: %s", sub, why)
@@ -259,11 +265,11 @@ func gitUnsupported(argv []string) string {
 // table cannot say (which modes of a flag are supported).
 var gitChecks = map[string]func(a *gitArgs) string{}
 
-// gitCanRun reports whether the fast path runs this git command line.
-// args[0] is "git". lits says which words are literal: a word computed at
-// run time could be any flag, so only arguments after the subcommand that
-// cannot be flags (after "--") may be computed.
-func gitCanRun(args []string, lits []bool) (bool, string) {
+// CanRun reports whether the fast path runs this git command line, and
+// why not. args[0] is "git". lits says which words are literal: a word
+// computed at run time could be any flag, so only arguments after the
+// subcommand that cannot be flags (after "--") may be computed.
+func CanRun(args []string, lits []bool, re Regexps) (bool, string) {
 	words := append([]string(nil), args...)
 	var sub *gitSub
 	for i := 1; i < len(words) && i < len(lits) && lits[i]; i++ {
@@ -290,7 +296,7 @@ func gitCanRun(args []string, lits []bool) (bool, string) {
 			return false, "git with arguments computed at run time"
 		}
 	}
-	if why := gitUnsupported(words); why != "" {
+	if why := gitUnsupported(words, re); why != "" {
 		return false, why
 	}
 	return true, ""
@@ -329,7 +335,14 @@ func sawDashDash(args []string, lits []bool) bool {
 
 // gitCmd is one run of a git subcommand.
 type gitCmd struct {
-	*cmd
+	ctx    context.Context
+	args   []string // args[0] is "git"
+	stdin  io.Reader
+	out    *bufio.Writer
+	stderr io.Writer
+	call   *Call
+	host   Host
+
 	sub  string
 	a    *gitArgs
 	cfgs map[string]string // -c settings
@@ -402,20 +415,18 @@ func (g *gitCmd) lstatWork(p string) (kv.Attr, error) {
 	return g.wfs.Store().GetAttr(d.Ino)
 }
 
-func init() {
-	register(&command{names: []string{"git"}, run: cmdGit, ownArgs: true}) // routed by gitCanRun
-}
-
-func cmdGit(c *cmd) int {
-	g := &gitCmd{cmd: c, cfgs: map[string]string{}, dir: c.dir}
+// Run runs a git command line for the shell and returns its exit status.
+func Run(c *Call) int {
+	g := &gitCmd{ctx: c.Ctx, args: c.Args, stdin: c.Stdin, out: c.Out, stderr: c.Stderr, call: c, host: c.Host,
+		cfgs: map[string]string{}, dir: c.Dir}
 	var derr error
-	i, err := gitGlobal(c.args, func(opt, val string) {
+	i, err := gitGlobal(g.args, func(opt, val string) {
 		switch opt {
 		case "-C":
-			d := absPath(g.dir, val)
-			if fi, err := c.r.sh.ns.stat(d); err != nil || !fi.IsDir() {
+			d := g.host.Abs(g.dir, val)
+			if isDir, err := g.host.Stat(d); err != nil || !isDir {
 				if derr == nil {
-					derr = fmt.Errorf("cannot change to '%s': %s", val, errText(orNotDir(err)))
+					derr = fmt.Errorf("cannot change to '%s': %s", val, g.host.ErrText(orNotDir(err)))
 				}
 			}
 			g.dir = strings.TrimSuffix(d, "/")
@@ -426,27 +437,28 @@ func cmdGit(c *cmd) int {
 			g.cfgs[opt] = "true"
 		}
 	})
-	if err == nil && i >= len(c.args) {
-		fmt.Fprint(c.stderr, "usage: git [--version] [--help] [-C <path>] [-c <name>=<value>] <command> [<args>]\n")
+	if err == nil && i >= len(g.args) {
+		fmt.Fprint(g.stderr, "usage: git [--version] [--help] [-C <path>] [-c <name>=<value>] <command> [<args>]\n")
 		return 1
 	}
-	if why := gitUnsupported(c.args); why != "" {
+	if why := gitUnsupported(g.args, g.host); why != "" {
 		if err == nil {
-			if _, ok := gitSubs[c.args[i]]; !ok && !gitKnown[c.args[i]] {
-				fmt.Fprintf(c.stderr, "git: '%s' is not a git command. See 'git --help'.\n", c.args[i])
+			if _, ok := gitSubs[g.args[i]]; !ok && !gitKnown[g.args[i]] {
+				fmt.Fprintf(g.stderr, "git: '%s' is not a git command. See 'git --help'.\n", g.args[i])
 				return 1
 			}
 		}
-		fmt.Fprintf(c.stderr, "%s (the shell fast path runs only some forms of git; run it in the sandbox)\n", why)
+		fmt.Fprintf(g.stderr, "%s (the shell fast path runs only some forms of git; run it in the sandbox)\n", why)
 		return 129
 	}
 	if derr != nil {
-		fmt.Fprintf(c.stderr, "fatal: %v\n", derr)
+		fmt.Fprintf(g.stderr, "fatal: %v\n", derr)
 		return 128
 	}
-	g.sub = c.args[i]
+	g.sub = g.args[i]
 	s := gitSubs[g.sub]
-	g.a, _ = parseGitArgs(g.sub, s, c.args[i+1:])
+	g.a, _ = parseGitArgs(g.sub, s, g.args[i+1:])
+	g.a.re = g.host
 	if !s.noRepo {
 		if code, ok := g.open(); !ok {
 			return code
@@ -460,6 +472,11 @@ func cmdGit(c *cmd) int {
 				if _, err := g.wfs.Lstat(g.file(".git/" + f)); err == nil {
 					return g.usage("a merge, rebase, cherry-pick, revert or bisect is in progress")
 				}
+			}
+		}
+		if wordDiffMode(g.a) != "" {
+			if why := g.wordRegexSet(); why != "" {
+				return g.usage(why)
 			}
 		}
 	}
@@ -496,17 +513,17 @@ const errNotRepo = "fatal: not a git repository (or any of the parent directorie
 // open finds the repository above the working directory.
 func (g *gitCmd) open() (int, bool) {
 	d := g.dir
-	if d != wsRoot && !strings.HasPrefix(d, wsRoot+"/") {
+	if d != Root && !strings.HasPrefix(d, Root+"/") {
 		fmt.Fprint(g.stderr, errNotRepo)
 		return 128, false
 	}
-	g.wfs = g.r.sh.fs
+	g.wfs = g.call.FS
 	for {
 		a, err := g.wfs.Lstat(g.wsPath(d + "/.git"))
 		if err == nil && a.IsDir() {
 			break
 		}
-		if d == wsRoot {
+		if d == Root {
 			fmt.Fprint(g.stderr, errNotRepo)
 			return 128, false
 		}
@@ -530,7 +547,7 @@ func (g *gitCmd) open() (int, bool) {
 
 // wsPath maps a namespace path under /workspace to its store path.
 func (g *gitCmd) wsPath(p string) string {
-	return "/" + strings.TrimPrefix(strings.TrimPrefix(p, wsRoot), "/")
+	return "/" + strings.TrimPrefix(strings.TrimPrefix(p, Root), "/")
 }
 
 // file maps a repository path to its store path.
@@ -615,7 +632,7 @@ func quotePath(p string) string {
 func (g *gitCmd) pathspecs(args []string) ([]string, error) {
 	var out []string
 	for _, a := range args {
-		p := absPath(g.dir, a)
+		p := g.host.Abs(g.dir, a)
 		p = strings.TrimSuffix(p, "/")
 		if p == g.root {
 			out = append(out, "")
@@ -713,7 +730,7 @@ func (g *gitCmd) writeIndex(idx *index.Index) error {
 		return err
 	}
 	lock := g.file(".git/index.lock")
-	f, err := g.wfs.Open(lock, O_WRONLY|O_CREATE|O_EXCL, 0o644)
+	f, err := g.wfs.Open(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		if errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("Unable to create '%s': File exists.\n\nAnother git process seems to be running in this repository", g.root+"/.git/index.lock")
@@ -812,14 +829,7 @@ func (g *gitCmd) identity(who string) (object.Signature, error) {
 	}
 	// The daemon's default, as git's system configuration: under the
 	// repository's settings, over $EMAIL.
-	dn, de := g.r.sh.opts.GitName, g.r.sh.opts.GitEmail
-	best := -1
-	for _, d := range g.r.sh.opts.GitDirs {
-		dir := strings.TrimSuffix(d.Dir, "/")
-		if len(dir) > best && (g.root == dir || strings.HasPrefix(g.root, dir+"/")) {
-			best, dn, de = len(dir), d.Name, d.Email
-		}
-	}
+	dn, de := g.host.Identity(g.root)
 	if name == "" {
 		name = dn
 	}
@@ -911,14 +921,14 @@ type memReadFS struct {
 
 const memReadMax = 64 << 20
 
-func (m *memReadFS) Open(name string) (billy.File, error) { return m.OpenFile(name, O_RDONLY, 0) }
+func (m *memReadFS) Open(name string) (billy.File, error) { return m.OpenFile(name, os.O_RDONLY, 0) }
 
 func (m *memReadFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
-	if flag&(O_WRONLY|O_RDWR|O_CREATE|O_TRUNC|O_APPEND) == 0 {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == 0 {
 		p := path.Join(m.Root(), name)
 		if a, err := m.fs.Stat(p); err == nil && !a.IsDir() && a.Size <= memReadMax {
 			if a.Size > pagedMin {
-				f, err := m.fs.Open(p, O_RDONLY, 0)
+				f, err := m.fs.Open(p, os.O_RDONLY, 0)
 				if err != nil {
 					return nil, err
 				}
@@ -1018,3 +1028,13 @@ func (g *gitCmd) commitObject(h plumbing.Hash) (*object.Commit, error) {
 	}
 	return c, nil
 }
+
+func (g *gitCmd) getenv(name string) string { return g.call.Getenv(name) }
+
+func (g *gitCmd) now() time.Time { return g.call.Now() }
+
+func (g *gitCmd) grow(n int64) bool { return g.host.Grow(n) }
+
+func (g *gitCmd) readAll(r io.Reader) ([]byte, error) { return g.host.ReadAll(r) }
+
+func (g *gitCmd) lineDiff(a, b []string) []Edit { return g.host.LineDiff(a, b) }

@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 // diffFlags are the output options shared by diff, log and show.
 var diffFlagSpecs = []string{"--stat", "--name-only", "--name-status", "--numstat", "--shortstat", "--patch|-p|-u",
-	"--no-patch|-s", "--unified=|-U", "--no-color", "--color=?", "--no-renames", "--find-renames|-M", "--no-ext-diff", "--full-index", "--binary", "--exit-code", "--quiet"}
+	"--no-patch|-s", "--unified=|-U", "--no-color", "--color=?", "--no-renames", "--find-renames|-M", "--no-ext-diff", "--full-index", "--binary", "--exit-code", "--quiet", "--word-diff=?"}
 
 func init() {
 	gitSubs["diff"] = &gitSub{run: gitDiff, flags: flags(append([]string{"--cached|--staged"}, diffFlagSpecs...)...)}
@@ -21,6 +21,18 @@ func init() {
 }
 
 func checkDiffOpts(a *gitArgs) string {
+	if why := checkWordDiff(a); why != "" {
+		return why
+	}
+	n := 0
+	for _, f := range []string{"--name-only", "--name-status", "--no-patch"} {
+		if a.has(f) {
+			n++
+		}
+	}
+	if n > 1 {
+		return "--name-only, --name-status and -s together are git's fatal error"
+	}
 	if v := a.val("--color"); a.has("--color") && v != "never" {
 		return "--color is not supported"
 	}
@@ -50,10 +62,11 @@ type diffOut struct {
 	readB   func(p string, f treeFile) ([]byte, error)
 	hashB   func(p string, f treeFile) plumbing.Hash
 	relName func(string) string // for --stat and friends
+	words   *wordMode           // --word-diff's, or nil
 }
 
 func (g *gitCmd) newDiffOut() *diffOut {
-	d := &diffOut{g: g, ctx: 3, relName: func(p string) string { return p }}
+	d := &diffOut{g: g, ctx: 3, relName: func(p string) string { return p }, words: wordModes[wordDiffMode(g.a)]}
 	if g.a.has("--unified") {
 		d.ctx, _ = strconv.Atoi(g.a.val("--unified"))
 	}
@@ -73,6 +86,12 @@ func diffFormats(a *gitArgs, def string) map[string]bool {
 	}
 	if a.has("--no-patch") {
 		return map[string]bool{"none": true}
+	}
+	// names only: git drops the stats and the patch (diff_setup_done)
+	for _, f := range []string{"name-status", "name-only"} {
+		if m[f] {
+			return map[string]bool{f: true}
+		}
 	}
 	if len(m) == 0 && def != "" {
 		m[def] = true
@@ -176,7 +195,7 @@ func (d *diffOut) stat(c change) (fileStat, error) {
 		return st, nil
 	}
 	for _, op := range d.g.lineDiff(splitKeep(string(a)), splitKeep(string(b))) {
-		switch op.kind {
+		switch op.Kind {
 		case '+':
 			st.add++
 		case '-':
@@ -393,28 +412,33 @@ func (d *diffOut) patch(c change) error {
 	}
 	fmt.Fprintf(o, "--- %s\n+++ %s\n", aName, bName)
 	la, lb := splitKeep(string(a)), splitKeep(string(b))
-	writeHunks(o, d.g.lineDiff(la, lb), la, lb, d.ctx)
+	hunks := d.g.host.Hunks(d.g.lineDiff(la, lb), d.ctx)
+	if d.words != nil {
+		d.writeWordHunks(o, hunks, la, lb, d.words)
+	} else {
+		writeHunks(o, hunks, la, lb)
+	}
 	return nil
 }
 
 func modeStr(m filemode.FileMode) string { return fmt.Sprintf("%06o", uint32(m)) }
 
 // writeHunks writes unified hunks with git's function-name headers.
-func writeHunks(o stringWriter, ops []editOp, la, lb []string, ctx int) {
-	for _, h := range hunks(ops, ctx) {
-		fn := funcName(la, h.aStart)
+func writeHunks(o stringWriter, hunks []Hunk, la, lb []string) {
+	for _, h := range hunks {
+		fn := funcName(la, h.AStart)
 		if fn != "" {
 			fn = " " + fn
 		}
-		fmt.Fprintf(o, "@@ %s @@%s\n", h.ranges(), fn)
-		for _, op := range h.ops {
-			switch op.kind {
+		fmt.Fprintf(o, "@@ %s @@%s\n", h.Ranges, fn)
+		for _, op := range h.Ops {
+			switch op.Kind {
 			case ' ':
-				gitLine(o, " ", la[op.a])
+				gitLine(o, " ", la[op.A])
 			case '-':
-				gitLine(o, "-", la[op.a])
+				gitLine(o, "-", la[op.A])
 			case '+':
-				gitLine(o, "+", lb[op.b])
+				gitLine(o, "+", lb[op.B])
 			}
 		}
 	}
@@ -466,7 +490,7 @@ func gitDiff(g *gitCmd) int {
 		}
 		revs, paths = a.args[:n], a.args[n:]
 		for _, p := range paths {
-			if _, err := g.wfs.Lstat(g.wsPath(absPath(g.dir, p))); err != nil {
+			if _, err := g.wfs.Lstat(g.wsPath(g.host.Abs(g.dir, p))); err != nil {
 				g.out.Flush()
 				fmt.Fprintf(g.stderr, "fatal: ambiguous argument '%s': unknown revision or path not in the working tree.\nUse '--' to separate paths from revisions, like this:\n'git <command> [<revision>...] -- [<file>...]'\n", p)
 				return 128

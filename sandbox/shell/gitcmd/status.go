@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 import (
 	"container/heap"

@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git stash: push [-m MSG] [-u] [-q], list, show [-p] [--stat], apply,
 // pop, drop and clear. The stash commits are the ones git makes (the work

@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git cat-file -t, -s, -e, -p and "git cat-file TYPE OBJECT": one object,
 // streamed (a blob is never read whole).
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -130,7 +129,7 @@ func gitCatFile(g *gitCmd) int {
 	}
 	defer r.Close()
 	if _, err := io.Copy(g.out, ctxReader{g.ctx, r}); err != nil {
-		if err == errOutputLimit || errno(err) == syscall.EPIPE {
+		if g.host.OutputStopped(err) {
 			return 1
 		}
 		return g.fatal("%v", err)

@@ -1,4 +1,4 @@
-package shell
+package gitcmd
 
 // git clean -n / -f, with -d (directories) and -x (ignored files too), on
 // the whole work tree or the working directory's part of it.
@@ -58,7 +58,7 @@ func gitClean(g *gitCmd) int {
 		}
 		if err := g.wfs.RemoveAll(g.file(strings.TrimSuffix(p, "/"))); err != nil {
 			g.out.Flush()
-			fmt.Fprintf(g.stderr, "warning: failed to remove %s: %s\n", shown, errText(err))
+			fmt.Fprintf(g.stderr, "warning: failed to remove %s: %s\n", shown, g.host.ErrText(err))
 			continue
 		}
 		if !a.has("--quiet") {
