@@ -1626,6 +1626,7 @@ static int call(const struct buf *req, struct event *ev)
 {
 	if (send_all(req->p, req->n) < 0)
 		return -1;
+	buf_need(&rd, 64 << 10);
 	long long status;
 	if (read_head(&status) < 0)
 		return -1;
