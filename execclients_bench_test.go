@@ -216,7 +216,7 @@ func BenchmarkExecClients(b *testing.B) {
 		cpu := func(s execSample) time.Duration { return s.cpu }
 		fmt.Printf("\n%s\n%s\n%s", execSummary(names, rows, bashMount, bashTmpfs), benchtab.Table("Latency", names, rows, pairs, wall),
 			benchtab.Table("CPU of every process involved", names, rows, pairs, cpu))
-		for v, key := range []string{"thin", "cli", "socket", "mcp", "bash-mount", "bash-tmpfs"} {
+		for v, key := range []string{"thin", "thin-c", "cli", "socket", "mcp", "bash-mount", "bash-tmpfs"} {
 			b.ReportMetric(float64(medianOfMedians(rows, v, wall).Microseconds()), key+"-µs")
 		}
 	}
