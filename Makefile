@@ -7,6 +7,9 @@ PKGS     := ./...
 TESTFLAGS ?= -race -count=1 -timeout 30m
 # The sandbox's seccomp filter needs libseccomp (libseccomp-dev) and this tag.
 TAGS      ?= seccomp
+# The C exec client (clients/c): libc only; testmount.CFlags are the same.
+CC        ?= cc
+CEXEC_CFLAGS ?= -O2 -Wall -Wextra -Werror
 # What `computerfs version` and the MCP server report (else the Go build's record).
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS   := -X github.com/computerfs/computerfs/internal/version.stamped=$(VERSION)
@@ -19,9 +22,10 @@ help: ## show this help
 deps: ## install the Debian packages the build and the tests need and the machine lacks (scripts/packages.txt)
 	@./scripts/deps.sh
 
-build: deps ## build bin/computerfs, bin/computerfs-exec (the thin exec client) and bin/sandboxctl
+build: deps ## build bin/computerfs, bin/computerfs-exec (the thin exec client), bin/computerfs-exec-c (the same in C) and bin/sandboxctl
 	$(GO) build -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/computerfs ./cmd/computerfs
 	$(GO) build -o $(BIN)/computerfs-exec ./cmd/computerfs-exec
+	$(CC) $(CEXEC_CFLAGS) -o $(BIN)/computerfs-exec-c clients/c/computerfs-exec.c
 	$(GO) build -tags '$(TAGS)' -o $(BIN)/sandboxctl ./cmd/sandboxctl
 
 test: deps lint ## run every test under -race (needs root and /dev/fuse)

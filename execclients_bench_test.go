@@ -77,9 +77,9 @@ type execSample struct {
 
 // BenchmarkExecClients times agentCommands from every entry point a
 // harness has, interleaved round by round (internal/benchtab): the thin
-// client computerfs-exec, `computerfs exec`, the control socket (the Go
-// client in this process), the MCP exec tool over stdio (`computerfs
-// mcp`), all with backend auto, against `bash -c` in a checkout on the
+// client computerfs-exec, the same in C (computerfs-exec-c), `computerfs
+// exec`, the control socket (the Go client in this process), the MCP exec
+// tool over stdio (`computerfs mcp`), all with backend auto, against `bash -c` in a checkout on the
 // mount and in one on tmpfs. Each command is timed as its caller sees it
 // (a process started and waited for, or a call that returns), and its CPU
 // is that of every process involved: this one, the client process it
@@ -95,6 +95,7 @@ func BenchmarkExecClients(b *testing.B) {
 	}
 	m := testmount.StartPlain(b, filepath.Join(b.TempDir(), "store"))
 	thin, full := testmount.Command(b, "computerfs-exec", false), testmount.PlainBinary(b)
+	cthin := testmount.CClient(b, false)
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		b.Fatal(err)
@@ -156,6 +157,9 @@ func BenchmarkExecClients(b *testing.B) {
 		{"computerfs-exec", func(command string) *os.ProcessState {
 			return spawn(shm, nil, thin, "-w", m.Dir, "--cwd", cwd, "--", command)()
 		}},
+		{"computerfs-exec-c", func(command string) *os.ProcessState {
+			return spawn(shm, nil, cthin, "-w", m.Dir, "--cwd", cwd, "--", command)()
+		}},
 		{"computerfs exec", func(command string) *os.ProcessState {
 			return spawn(shm, nil, full, "exec", "-w", m.Dir, "--cwd", cwd, "--", command)()
 		}},
@@ -179,7 +183,7 @@ func BenchmarkExecClients(b *testing.B) {
 			return spawn(filepath.Join(shm, "repo"), nil, "bash", "-c", command)()
 		}},
 	}
-	const bashMount, bashTmpfs = 4, 5
+	const bashMount, bashTmpfs = 5, 6
 	names := make([]string, len(variants))
 	for i, v := range variants {
 		names[i] = v.name
@@ -212,7 +216,7 @@ func BenchmarkExecClients(b *testing.B) {
 		cpu := func(s execSample) time.Duration { return s.cpu }
 		fmt.Printf("\n%s\n%s\n%s", execSummary(names, rows, bashMount, bashTmpfs), benchtab.Table("Latency", names, rows, pairs, wall),
 			benchtab.Table("CPU of every process involved", names, rows, pairs, cpu))
-		for v, key := range []string{"thin", "cli", "socket", "mcp", "bash-mount", "bash-tmpfs"} {
+		for v, key := range []string{"thin", "thin-c", "cli", "socket", "mcp", "bash-mount", "bash-tmpfs"} {
 			b.ReportMetric(float64(medianOfMedians(rows, v, wall).Microseconds()), key+"-µs")
 		}
 	}

@@ -106,40 +106,42 @@ func TestThinClientAgrees(t *testing.T) {
 }
 
 // TestThinClientDaemonDies: a command whose daemon is killed while it runs
-// says that the daemon is gone.
+// says that the daemon is gone, through the Go thin client and the C one.
 func TestThinClientDaemonDies(t *testing.T) {
-	thin := testmount.Tool(t, "computerfs-exec")
-	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--no-sandbox")
-	cmd := exec.Command(thin, "-w", m.Dir, "--", "echo started; sleep 120")
-	var errb bytes.Buffer
-	out := &lineWaiter{lines: make(chan string, 1)}
-	cmd.Stdout, cmd.Stderr = out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-out.lines:
-	case <-time.After(time.Minute):
-		t.Fatal("exec did not start")
-	}
-	m.Kill(t)
-	cmd.Wait()
-	want := fmt.Sprintf("computerfs exec: the daemon for %s, pid %d, is gone: run computerfs mount --store %s %s\n", m.Dir, m.Pid, m.Store, m.Dir)
-	if code := cmd.ProcessState.ExitCode(); code != 1 || errb.String() != want {
-		t.Fatalf("computerfs-exec when its daemon was killed: exit %d, stderr %q; want exit 1, %q", code, errb.String(), want)
+	for _, thin := range []string{testmount.Tool(t, "computerfs-exec"), testmount.CClient(t, false)} {
+		m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--no-sandbox")
+		cmd := exec.Command(thin, "-w", m.Dir, "--", "echo started; sleep 120")
+		var errb bytes.Buffer
+		out := &lineWaiter{lines: make(chan string, 1)}
+		cmd.Stdout, cmd.Stderr = out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-out.lines:
+		case <-time.After(time.Minute):
+			t.Fatal("exec did not start")
+		}
+		m.Kill(t)
+		cmd.Wait()
+		want := fmt.Sprintf("computerfs exec: the daemon for %s, pid %d, is gone: run computerfs mount --store %s %s\n", m.Dir, m.Pid, m.Store, m.Dir)
+		if code := cmd.ProcessState.ExitCode(); code != 1 || errb.String() != want {
+			t.Errorf("%s when its daemon was killed: exit %d, stderr %q; want exit 1, %q", filepath.Base(thin), code, errb.String(), want)
+		}
 	}
 }
 
-// TestExecInterrupted: SIGINT or SIGTERM to the client (either binary)
-// stops the command in the daemon: what it would have done later is never
-// done, and the client ends with status 1.
+// TestExecInterrupted: SIGINT or SIGTERM to the client (computerfs exec,
+// the Go computerfs-exec or the C one) stops the command in the daemon:
+// what it would have done later is never done, and the client ends with
+// status 1, saying "context canceled".
 func TestExecInterrupted(t *testing.T) {
-	bin, thin := testmount.Binary(t), testmount.Tool(t, "computerfs-exec")
+	bin, thin, cthin := testmount.Binary(t), testmount.Tool(t, "computerfs-exec"), testmount.CClient(t, false)
 	m := testmount.Start(t, filepath.Join(t.TempDir(), "ws"), "--no-sandbox")
 	for i, tc := range []struct {
 		bin string
 		sig syscall.Signal
-	}{{bin, syscall.SIGINT}, {thin, syscall.SIGINT}, {bin, syscall.SIGTERM}, {thin, syscall.SIGTERM}} {
+	}{{bin, syscall.SIGINT}, {thin, syscall.SIGINT}, {cthin, syscall.SIGINT}, {bin, syscall.SIGTERM}, {thin, syscall.SIGTERM}, {cthin, syscall.SIGTERM}} {
 		late := fmt.Sprintf("late%d", i)
 		args := []string{"-w", m.Dir, "--", "echo started; sleep 3; touch /workspace/" + late}
 		if tc.bin == bin {
@@ -159,8 +161,8 @@ func TestExecInterrupted(t *testing.T) {
 		}
 		cmd.Process.Signal(tc.sig)
 		cmd.Wait()
-		if code := cmd.ProcessState.ExitCode(); code != 1 {
-			t.Errorf("%s after %v: exit %d, stderr %q; want 1", filepath.Base(tc.bin), tc.sig, code, errb.String())
+		if code := cmd.ProcessState.ExitCode(); code != 1 || errb.String() != "computerfs exec: context canceled\n" {
+			t.Errorf("%s after %v: exit %d, stderr %q; want 1, context canceled", filepath.Base(tc.bin), tc.sig, code, errb.String())
 		}
 		time.Sleep(5 * time.Second) // past the command's sleep
 		if _, err := os.Stat(filepath.Join(m.Dir, late)); err == nil {

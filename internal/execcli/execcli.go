@@ -118,14 +118,19 @@ func Run(f *Flags, pos []string, stdin *os.File, stdout, stderr io.Writer) error
 
 // ParseInterleaved parses flags that may come before or after positional
 // arguments ("mount MNT --store DIR" as well as "mount --store DIR MNT");
-// "--" ends the flags.
+// "--" ends the flags: what follows is positional even if it looks like a
+// flag (`exec -w MNT -- grep -v x` runs `grep -v x`).
 func ParseInterleaved(fset *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fset.Parse(args); err != nil {
+		// Parse only the flags up to the first positional argument or
+		// "--": fset.Parse would take a "--" as the end of the flags and
+		// drop it, and the next round would parse flags after it.
+		n := leadingFlags(fset, args)
+		if err := fset.Parse(args[:n]); err != nil {
 			return nil, err
 		}
-		args = fset.Args()
+		args = args[n:]
 		if len(args) == 0 {
 			return pos, nil
 		}
@@ -135,6 +140,35 @@ func ParseInterleaved(fset *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// leadingFlags returns how many of args are flags (with their values)
+// before the first positional argument or "--", as fset.Parse reads
+// them; an undefined flag ends them (Parse fails on it).
+func leadingFlags(fset *flag.FlagSet, args []string) int {
+	i := 0
+	for i < len(args) {
+		s := args[i]
+		if s == "--" || len(s) < 2 || s[0] != '-' {
+			return i
+		}
+		i++
+		name := strings.TrimPrefix(s[1:], "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fset.Lookup(name)
+		if f == nil {
+			return i
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i < len(args) {
+			i++ // the flag's value
+		}
+	}
+	return i
 }
 
 // Main is the thin client's program: `computerfs-exec ARGS` is
