@@ -427,6 +427,18 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		}
 	}
 	switch args[0] {
+	case "cd":
+		if fail := r.checkCd(ctx, args); fail != nil {
+			return fail, nil
+		}
+	case "shift":
+		if fail := checkShift(ctx, args); fail != nil {
+			return fail, nil
+		}
+	case "test", "[":
+		if fail := checkTest(ctx, args); fail != nil {
+			return fail, nil
+		}
 	case "type":
 		return append([]string{typeCmd, "type"}, args[1:]...), nil
 	case "command":

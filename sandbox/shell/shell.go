@@ -491,7 +491,10 @@ func unsupported(f *syntax.File) string {
 //   - time writes its report to stdout, not stderr;
 //   - ${x@Q} and the other @ transformations quote as Go does;
 //   - ${x/#pat/to} and ${x/%pat/to} take # and % as part of the pattern;
-//   - $PIPESTATUS is never set;
+//   - $PIPESTATUS is never set, nor $BASH_VERSION;
+//   - ${x:?message} fails with status 1, bash with 127 and its prefix;
+//   - declare -i, -l, -u, -p, -f and the other options it lacks, and
+//     export or readonly with no names (the listings);
 //   - an IFS with a character other than space, tab and newline drops
 //     empty fields (a,,b splits in two, read a b c of 1::3 gives 1|3|);
 //   - let of a quoted expression with spaces ("i += 2") does nothing.
@@ -509,6 +512,29 @@ func divergent(n syntax.Node) string {
 			}
 		case x.Param != nil && x.Param.Value == "PIPESTATUS":
 			return "$PIPESTATUS"
+		case x.Param != nil && (x.Param.Value == "BASH_VERSION" || x.Param.Value == "BASH_VERSINFO"):
+			return "$" + x.Param.Value
+		case x.Exp != nil && (x.Exp.Op == syntax.ErrorUnset || x.Exp.Op == syntax.ErrorUnsetOrNull):
+			return "${var:?message}"
+		}
+	case *syntax.DeclClause:
+		// the interpreter's declare takes -x -r -a -A -n -g; -i, -l,
+		// -u, -t, -F and the listings (-p, export alone) it answers
+		// otherwise
+		if len(x.Args) == 0 && x.Variant.Value != "local" {
+			return x.Variant.Value + " with no names"
+		}
+		for _, a := range x.Args {
+			if a.Name != nil || a.Value == nil {
+				continue
+			}
+			v, ok := literal(a.Value)
+			if !ok {
+				return x.Variant.Value + " of a word computed at run time"
+			}
+			if (strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+")) && strings.Trim(v[1:], "xranAg") != "" {
+				return x.Variant.Value + " " + v
+			}
 		}
 	case *syntax.Assign:
 		if x.Name != nil && x.Name.Value == "IFS" && x.Value != nil {

@@ -1,0 +1,122 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+// TestAgentCorpus runs testdata/corpus-agents.txt, commands in the shapes
+// coding agents type (Codex CLI, Claude Code, mini-SWE-agent and SWE-agent
+// trajectories), as auto routes them: what Shell.CanRunIn accepts runs on
+// the fast path and must match bash and GNU tools on a tmpfs copy of the
+// fixture byte for byte, stdout, stderr and exit status (agents read both
+// streams, often merged with 2>&1); what it refuses runs in the sandbox's
+// bash, right by construction. It reports the shares: on the fast path,
+// right under auto, wrong on the fast path (which fails the test).
+func TestAgentCorpus(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("bash is needed for the differential tests")
+	}
+	entries := readCorpusFile(t, "testdata/corpus-agents.txt")
+	if len(entries) < 150 {
+		t.Fatalf("agent corpus has %d entries", len(entries))
+	}
+	fast, wrong := 0, 0
+	routed := map[string]int{}
+	for _, e := range entries {
+		ok, why, got, gotErr, code := autoRun(t, e.cmd)
+		if !ok {
+			routed[routeKind(why)]++
+			if testing.Verbose() {
+				t.Logf("corpus-agents.txt:%d: routed: %s: %s", e.line, why, e.cmd)
+			}
+			continue
+		}
+		want, wantErr, wantCode := bashRunBoth(t, e.cmd)
+		if got != want || gotErr != wantErr || code != wantCode {
+			wrong++
+			t.Errorf("corpus-agents.txt:%d: %s\n--- fast path (status %d):\n%s--- stderr:\n%s--- bash (status %d):\n%s--- stderr:\n%s",
+				e.line, e.cmd, code, got, gotErr, wantCode, want, wantErr)
+			continue
+		}
+		fast++
+	}
+	n := len(entries)
+	pct := func(k int) float64 { return 100 * float64(k) / float64(n) }
+	t.Logf("agent corpus: %d commands; on the fast path and identical to bash %d (%.1f%%), sent to the sandbox %d (%.1f%%), wrong on the fast path %d (%.1f%%); right under auto %.1f%%; routed by kind: %v",
+		n, fast, pct(fast), n-fast-wrong, pct(n-fast-wrong), wrong, pct(wrong), pct(n-wrong), routed)
+}
+
+// routeKind shortens a routing reason to its kind for the summary.
+func routeKind(why string) string {
+	for _, k := range []string{"not built in", "not supported", "syntax error", "script", "writes", "stdin"} {
+		if strings.Contains(why, k) {
+			return k
+		}
+	}
+	if i := strings.IndexAny(why, ":("); i > 0 {
+		return why[:i]
+	}
+	return why
+}
+
+// autoRun asks Shell.CanRunIn about a command on a fresh store holding the
+// fixture, as the daemon's auto routing does, and runs it there on the
+// fast path when it accepts.
+func autoRun(t testing.TB, command string) (ok bool, why, stdout, stderr string, code int) {
+	dir, err := os.MkdirTemp("", "agentcorpus-store-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := kv.Open(dir, kv.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MemTableSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs := wsfs.New(st, wsfs.Owner{})
+	s := New(fs, Options{})
+	writeFixtureStore(t, fs)
+	if ok, why = s.CanRunIn("", command); !ok {
+		return false, why, "", "", 0
+	}
+	var out, errb bytes.Buffer
+	res, err := s.Exec(context.Background(), command, ExecOptions{Stdout: &out, Stderr: &errb, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("%q: %v", command, err)
+	}
+	return true, "", out.String(), errb.String(), res.ExitCode
+}
+
+// bashRunBoth is bashRun with stderr too, the fixture's paths written
+// back as /workspace and /tmp in both.
+func bashRunBoth(t testing.TB, command string) (stdout, stderr string, code int) {
+	ws, tmp, remove := tmpfsFixture(t, "agentcorpus-")
+	defer remove()
+	cmd := bashCommand(ws, tmp, command)
+	cmd.Stdin = strings.NewReader("")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	back := func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, ws, "/workspace"), tmp, "/tmp")
+	}
+	return back(out.String()), back(errb.String()), code
+}
