@@ -86,7 +86,13 @@ func autoRun(t testing.TB, command string) (ok bool, why, stdout, stderr string,
 	}
 	defer st.Close()
 	fs := wsfs.New(st, wsfs.Owner{})
-	s := New(fs, Options{})
+	// which, command -v and type answer for the sandbox's programs as
+	// the daemon has them answer (exec.go); here the sandbox is the host
+	// the test's bash runs on
+	s := New(fs, Options{SandboxProgram: func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	}})
 	writeFixtureStore(t, fs)
 	if ok, why = s.CanRunIn("", command); !ok {
 		return false, why, "", "", 0
@@ -105,6 +111,11 @@ func bashRunBoth(t testing.TB, command string) (stdout, stderr string, code int)
 	ws, tmp, remove := tmpfsFixture(t, "agentcorpus-")
 	defer remove()
 	cmd := bashCommand(ws, tmp, command)
+	for i, e := range cmd.Env {
+		if strings.HasPrefix(e, "PATH=") {
+			cmd.Env[i] = "PATH=" + DefaultPath // the fast path's and the sandbox's
+		}
+	}
 	cmd.Stdin = strings.NewReader("")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -10,31 +10,93 @@ package shell
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// bashWhere is the prefix bash puts before its own errors: its $0 ("bash"
-// under bash -c, the script's path in a script) and the line.
-func bashWhere(hc interp.HandlerContext) string {
-	name := hc.Env.Get("0").String()
-	if name == "" {
-		name = "bash"
-	}
-	line := uint(1)
-	if hc.Pos.IsValid() && hc.Pos.Line() > 0 {
-		line = hc.Pos.Line()
-	}
-	return fmt.Sprintf("%s: line %d", name, line)
+// bashWhere is the prefix bash puts before its own errors: its $0
+// ("bash" under bash -c, the script's path in a script file) and the line.
+func (r *run) bashWhere(line uint) string {
+	return fmt.Sprintf("%s: line %d", r.name0, max(line, 1))
 }
 
 // bashFail is the command that prints msg after bash's prefix and fails
 // with status code.
-func bashFail(hc interp.HandlerContext, code int, msg string) []string {
-	return []string{errorCmd, strconv.Itoa(code), bashWhere(hc) + ": " + msg}
+func (r *run) bashFail(hc interp.HandlerContext, code int, msg string) []string {
+	var line uint
+	if hc.Pos.IsValid() {
+		line = hc.Pos.Line()
+	}
+	return []string{errorCmd, strconv.Itoa(code), r.bashWhere(line) + ": " + msg}
 }
+
+// bashWhere is bash's prefix for an error of the command c runs.
+func (c *cmd) bashWhere() string {
+	var line uint
+	if c.hc.Pos.IsValid() {
+		line = c.hc.Pos.Line()
+	}
+	return c.r.bashWhere(line)
+}
+
+// scriptLines knows where in its script a run is, for the errors whose
+// handler is not told (a redirection's open): the lines that have a
+// redirection to a file, and the line of the last command called.
+type scriptLines struct {
+	redirs []uint // sorted
+	last   atomic.Uint64
+}
+
+func newScriptLines(f *syntax.File) *scriptLines {
+	w := &scriptLines{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if rd, ok := n.(*syntax.Redirect); ok {
+			switch rd.Op {
+			case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut:
+				w.redirs = append(w.redirs, rd.Pos().Line())
+			}
+		}
+		return true
+	})
+	slices.Sort(w.redirs)
+	w.redirs = slices.Compact(w.redirs)
+	return w
+}
+
+func (w *scriptLines) called(p syntax.Pos) {
+	if p.IsValid() {
+		w.last.Store(uint64(p.Line()))
+	}
+}
+
+// redirLine is the line of the redirection being opened: the only one,
+// or the first at or after the last command called (a redirection is
+// opened before its own command is called).
+func (w *scriptLines) redirLine() uint {
+	if len(w.redirs) == 0 {
+		return 1
+	}
+	last := uint(w.last.Load())
+	for _, l := range w.redirs {
+		if l >= last {
+			return l
+		}
+	}
+	return w.redirs[len(w.redirs)-1]
+}
+
+// bashErrno words an errno as bash does ("No such file or directory") and
+// stays the errno for errors.Is.
+type bashErrno struct{ syscall.Errno }
+
+func (e bashErrno) Error() string { return errText(e.Errno) }
+func (e bashErrno) Unwrap() error { return e.Errno }
 
 // checkCd: cd with more than one operand, or to a directory that is not
 // there or is not a directory. The rest (cd, cd -, cd to a directory) is
@@ -50,43 +112,39 @@ func (r *run) checkCd(ctx context.Context, args []string) []string {
 	}
 	switch {
 	case len(ops) > 1:
-		return bashFail(hc, 1, "cd: too many arguments")
+		return r.bashFail(hc, 1, "cd: too many arguments")
 	case len(ops) == 0 || ops[0] == "-" || ops[0] == "":
 		return nil
 	}
 	fi, err := r.sh.ns.stat(absPath(hc.Dir, ops[0]))
 	switch {
 	case err != nil:
-		return bashFail(hc, 1, "cd: "+ops[0]+": "+errText(err))
+		return r.bashFail(hc, 1, "cd: "+ops[0]+": "+errText(err))
 	case !fi.IsDir():
-		return bashFail(hc, 1, "cd: "+ops[0]+": Not a directory")
+		return r.bashFail(hc, 1, "cd: "+ops[0]+": Not a directory")
 	}
 	return nil
 }
 
-// checkShift: shift past the last positional parameter fails silently
-// with status 1 in bash; the interpreter's succeeds.
-func checkShift(ctx context.Context, args []string) []string {
-	hc := interp.HandlerCtx(ctx)
-	if len(args) > 2 {
-		return nil
+// checkShift runs shiftCmd, which rewriteSpecial makes of shift [n] with
+// $# after it: past the last positional parameter bash fails silently
+// with status 1, where the interpreter's shift succeeds.
+func checkShift(args []string) []string {
+	have, err := strconv.Atoi(args[len(args)-1])
+	args = append([]string{"shift"}, args[1:len(args)-1]...)
+	if err != nil {
+		return args
 	}
 	n := 1
 	if len(args) == 2 {
-		v, err := strconv.Atoi(args[1])
-		if err != nil || v < 0 {
-			return nil
+		if n, err = strconv.Atoi(args[1]); err != nil || n < 0 {
+			return args
 		}
-		n = v
-	}
-	have, err := strconv.Atoi(hc.Env.Get("#").String())
-	if err != nil {
-		return nil
 	}
 	if n > have {
 		return []string{"false"}
 	}
-	return nil
+	return args
 }
 
 var testUnary = map[string]bool{
@@ -108,17 +166,17 @@ var testIntOps = map[string]bool{"-eq": true, "-ne": true, "-lt": true, "-le": t
 // with bash's text and status 2: a missing ], an operand where an
 // operator must be, an operand of -eq and the like that is not an
 // integer. Well-formed ones run in the interpreter's builtin.
-func checkTest(ctx context.Context, args []string) []string {
+func (r *run) checkTest(ctx context.Context, args []string) []string {
 	hc := interp.HandlerCtx(ctx)
 	name, ops := args[0], args[1:]
 	if name == "[" {
 		if len(ops) == 0 || ops[len(ops)-1] != "]" {
-			return bashFail(hc, 2, "[: missing `]'")
+			return r.bashFail(hc, 2, "[: missing `]'")
 		}
 		ops = ops[:len(ops)-1]
 	}
 	if msg := testShape(ops); msg != "" {
-		return bashFail(hc, 2, name+": "+msg)
+		return r.bashFail(hc, 2, name+": "+msg)
 	}
 	return nil
 }
