@@ -231,3 +231,147 @@ func testInteger(s string) bool {
 	}
 	return true
 }
+
+// misplaced names a builtin of the top-level script that bash refuses
+// where it stands, with words the interpreter does not have: return or
+// local outside a function, break or continue outside a loop. Only the
+// top level is checked (a sourced file may return; eval and trap run
+// where they are called).
+func misplaced(f *syntax.File) string {
+	what := ""
+	var stack []syntax.Node
+	funcs, loops := 0, 0
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			switch top.(type) {
+			case *syntax.FuncDecl:
+				funcs--
+			case *syntax.ForClause, *syntax.WhileClause:
+				loops--
+			}
+			return true
+		}
+		if what != "" {
+			return false
+		}
+		stack = append(stack, n)
+		switch x := n.(type) {
+		case *syntax.FuncDecl:
+			funcs++
+		case *syntax.ForClause, *syntax.WhileClause:
+			loops++
+		case *syntax.DeclClause:
+			if x.Variant.Value == "local" && funcs == 0 {
+				what = "local outside a function"
+			}
+		case *syntax.CallExpr:
+			if len(x.Args) > 0 {
+				switch name, _ := literal(x.Args[0]); {
+				case name == "return" && funcs == 0:
+					what = "return outside a function"
+				case (name == "break" || name == "continue") && loops == 0 && funcs == 0:
+					what = name + " outside a loop"
+				}
+			}
+		}
+		if what != "" {
+			// stop here: Walk calls f(nil) only after the children of
+			// a node it went into
+			stack = stack[:len(stack)-1]
+			return false
+		}
+		return true
+	})
+	return what
+}
+
+// shellVars are the variables a script on the fast path starts with (see
+// Shell.environ) or that the shell sets.
+var shellVars = map[string]bool{"HOME": true, "PATH": true, "LANG": true, "TMPDIR": true, "SHELL": true, "USER": true,
+	"UID": true, "EUID": true, "GID": true, "HOSTNAME": true, "PWD": true, "IFS": true, "PPID": true, "RANDOM": true,
+	"LINENO": true, "SECONDS": true, "OPTIND": true, "PS4": true, "BASH_SOURCE": true, "FUNCNAME": true, "REPLY": true}
+
+// unboundRisk: under set -u bash ends the script at an unset variable with
+// "bash: line N: x: unbound variable" and status 127, the interpreter
+// with its own words and 1. A script that sets -u and reads a variable
+// it never assigns (nor the environment has) may get there: it goes to
+// the sandbox. Reads with a default (${x:-d}, ${x+y}) and the special
+// parameters but the positional ones are safe.
+func unboundRisk(f *syntax.File) string {
+	nounset := false
+	assigned := map[string]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CallExpr:
+			for _, a := range x.Assigns {
+				if a.Name != nil {
+					assigned[a.Name.Value] = true
+				}
+			}
+			words := make([]string, len(x.Args))
+			for i, w := range x.Args {
+				words[i], _ = literal(w)
+			}
+			if len(words) > 0 {
+				switch words[0] {
+				case "set":
+					for i, w := range words[1:] {
+						if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.ContainsRune(w, 'u') ||
+							w == "-o" && i+2 < len(words) && words[i+2] == "nounset" {
+							nounset = true
+						}
+					}
+				case "read", "getopts", "mapfile", "readarray", "printf", "export", "declare", "typeset", "local", "readonly":
+					for _, w := range words[1:] {
+						name, _, _ := strings.Cut(w, "=")
+						assigned[name] = true
+					}
+				}
+			}
+		case *syntax.DeclClause:
+			for _, a := range x.Args {
+				if a.Name != nil {
+					assigned[a.Name.Value] = true
+				}
+			}
+		case *syntax.WordIter:
+			assigned[x.Name.Value] = true
+		case *syntax.BinaryArithm:
+			if w, ok := x.X.(*syntax.Word); ok {
+				if v, ok := literal(w); ok {
+					assigned[v] = true
+				}
+			}
+		case *syntax.UnaryArithm:
+			if w, ok := x.X.(*syntax.Word); ok {
+				if v, ok := literal(w); ok {
+					assigned[v] = true
+				}
+			}
+		}
+		return true
+	})
+	if !nounset {
+		return ""
+	}
+	what := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		pe, ok := n.(*syntax.ParamExp)
+		if !ok || what != "" || pe.Param == nil {
+			return what == ""
+		}
+		name := pe.Param.Value
+		switch {
+		case pe.Exp != nil || pe.Length && pe.Index != nil:
+			// ${x:-d} and the like; ${#arr[@]}
+		case name == "@" || name == "*" || name == "#" || name == "?" || name == "$" || name == "0" || name == "-":
+		case name == pidVar || name == ppidVar || shellVars[name] || assigned[name]:
+		default:
+			what = "set -u with $" + name + ", which may be unset"
+		}
+		return what == ""
+	})
+	return what
+}

@@ -28,6 +28,9 @@ func CanRun(command string) (ok bool, reason string) {
 	if err != nil {
 		return false, fmt.Sprintf("syntax error: %v", err)
 	}
+	if what := misplaced(f); what != "" {
+		return false, what + " is not supported"
+	}
 	return canRunFile(f, newRouter(nil, wsRoot))
 }
 

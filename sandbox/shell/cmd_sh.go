@@ -626,6 +626,9 @@ func (s *Shell) CanRunIn(cwd, command string) (ok bool, reason string) {
 	if err != nil {
 		return false, fmt.Sprintf("syntax error: %v", err)
 	}
+	if what := misplaced(f); what != "" {
+		return false, what + " is not supported"
+	}
 	abs := wsRoot
 	if cwd != "" {
 		abs = strings.TrimSuffix(absPath(wsRoot, cwd), "/")

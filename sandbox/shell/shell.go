@@ -238,7 +238,11 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		res.ExitCode, res.Duration = 2, time.Since(start)
 		return res, nil
 	}
-	if what := unsupported(file); what != "" {
+	what := unsupported(file)
+	if what == "" {
+		what = misplaced(file)
+	}
+	if what != "" {
 		fmt.Fprintf(errW, "bash: %s is not supported by the shell fast path\n", what)
 		res.ExitCode, res.Duration = 2, time.Since(start)
 		return res, nil
@@ -485,6 +489,9 @@ func unsupported(f *syntax.File) string {
 		}
 		return what == ""
 	})
+	if what == "" {
+		what = unboundRisk(f)
+	}
 	return what
 }
 
