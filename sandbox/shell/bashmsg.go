@@ -113,7 +113,9 @@ func (r *run) checkCd(ctx context.Context, args []string) []string {
 	switch {
 	case len(ops) > 1:
 		return r.bashFail(hc, 1, "cd: too many arguments")
-	case len(ops) == 0 || ops[0] == "-" || ops[0] == "":
+	case len(ops) == 1 && ops[0] == "":
+		return []string{"true"} // bash stays where it is
+	case len(ops) == 0 || ops[0] == "-":
 		return nil
 	}
 	fi, err := r.sh.ns.stat(absPath(hc.Dir, ops[0]))
