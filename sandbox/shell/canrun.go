@@ -28,6 +28,9 @@ func CanRun(command string) (ok bool, reason string) {
 	if err != nil {
 		return false, fmt.Sprintf("syntax error: %v", err)
 	}
+	if what := misplaced(f); what != "" {
+		return false, what + " is not supported"
+	}
 	return canRunFile(f, newRouter(nil, wsRoot))
 }
 
@@ -49,7 +52,7 @@ func canRunFile(f *syntax.File, rt *router) (bool, string) {
 			return false
 		}
 		if rd, ok := n.(*syntax.Redirect); ok && rd.Word != nil {
-			if w, ok := literal(rd.Word); ok && sandboxPath(w) {
+			if w, ok := literal(rd.Word); ok && (sandboxPath(w) || outsidePath(w)) {
 				reason = fmt.Sprintf("%s is the sandbox's", w)
 				return false
 			}
@@ -234,6 +237,19 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 // /tmp and a few devices): the host's userland, /proc, the other devices.
 var sandboxRoots = map[string]bool{"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true,
 	"libx32": true, "etc": true, "opt": true, "proc": true, "dev": true, "sys": true, "cache": true}
+
+// outsidePath reports whether a redirection's file is outside the fast
+// path's world (/workspace, /tmp, its devices), as in > /nodir/out: the
+// sandbox says what its root file system has there. (Only redirections:
+// an argument such as grep's "/api" is seldom a path.)
+func outsidePath(w string) bool {
+	if len(w) < 2 || w[0] != '/' {
+		return false
+	}
+	clean := path.Clean(w)
+	top, _, _ := strings.Cut(clean[1:], "/")
+	return top != "workspace" && top != "tmp" && top != "dev"
+}
 
 // sandboxPath reports whether an argument (or the value of an --opt=PATH)
 // names a path there: a command that reads /etc/os-release, lists

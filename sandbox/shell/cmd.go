@@ -248,16 +248,16 @@ func (r *run) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc
 // notFound is what running a command that is not built in gives.
 func (c *cmd) notFound(arg string) int {
 	if !strings.Contains(arg, "/") {
-		fmt.Fprintf(c.stderr, "bash: %s: command not found\n", arg)
+		fmt.Fprintf(c.stderr, "%s: %s: command not found\n", c.bashWhere(), arg)
 		return 127
 	}
 	fi, err := c.stat(arg)
 	switch {
 	case err != nil:
-		fmt.Fprintf(c.stderr, "bash: %s: %s\n", arg, errText(err))
+		fmt.Fprintf(c.stderr, "%s: %s: %s\n", c.bashWhere(), arg, errText(err))
 		return 127
 	case fi.IsDir():
-		fmt.Fprintf(c.stderr, "bash: %s: Is a directory\n", arg)
+		fmt.Fprintf(c.stderr, "%s: %s: Is a directory\n", c.bashWhere(), arg)
 		return 126
 	default:
 		fmt.Fprintf(c.stderr, "bash: %s: cannot execute: programs and scripts do not run on the shell fast path\n", arg)
@@ -300,6 +300,13 @@ func (c *cmd) run(args []string, stdin io.Reader, stdout io.Writer) int {
 func (c *cmd) errorf(format string, a ...any) {
 	c.out.Flush()
 	fmt.Fprintf(c.stderr, "%s: %s\n", c.name, fmt.Sprintf(format, a...))
+}
+
+// usage is errorf for a wrong command line: GNU adds a line that
+// points to --help.
+func (c *cmd) usage(format string, a ...any) {
+	c.errorf(format, a...)
+	fmt.Fprintf(c.stderr, "Try '%s --help' for more information.\n", c.name)
 }
 
 // fail reports an error about a file: "name: file: No such file or directory".

@@ -23,14 +23,14 @@ func cmdBasename(c *cmd) int {
 		}
 	}
 	if len(names) == 0 {
-		c.errorf("missing operand")
+		c.usage("missing operand")
 		return 1
 	}
 	if !multiple {
 		if len(names) == 2 {
 			suffix = names[1]
 		} else if len(names) > 2 {
-			c.errorf("extra operand '%s'", names[2])
+			c.usage("extra operand ‘%s’", names[2])
 			return 1
 		}
 		names = names[:1]

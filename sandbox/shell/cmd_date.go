@@ -80,7 +80,7 @@ func cmdDate(c *cmd) int {
 		case "d", "date":
 			v, ok := parseDate(o.val, t)
 			if !ok {
-				c.errorf("invalid date '%s'", o.val)
+				c.errorf("invalid date ‘%s’", o.val)
 				return 1
 			}
 			t = v
@@ -121,7 +121,7 @@ func cmdDate(c *cmd) int {
 		if strings.HasPrefix(r, "+") {
 			format = r
 		} else {
-			c.errorf("invalid date '%s'", r)
+			c.errorf("invalid date ‘%s’", r)
 			return 1
 		}
 	}

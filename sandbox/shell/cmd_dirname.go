@@ -10,7 +10,7 @@ func cmdDirname(c *cmd) int {
 		return 1
 	}
 	if len(names) == 0 {
-		c.errorf("missing operand")
+		c.usage("missing operand")
 		return 1
 	}
 	for _, n := range names {

@@ -28,14 +28,14 @@ func cmdMkdir(c *cmd) int {
 		case "m", "mode":
 			m, err := strconv.ParseUint(o.val, 8, 32)
 			if err != nil {
-				c.errorf("invalid mode '%s'", o.val)
+				c.errorf("invalid mode ‘%s’", o.val)
 				return 1
 			}
 			mode = uint32(m)
 		}
 	}
 	if len(dirs) == 0 {
-		c.errorf("missing operand")
+		c.usage("missing operand")
 		return 1
 	}
 	status := 0
@@ -43,13 +43,13 @@ func cmdMkdir(c *cmd) int {
 		abs := c.abs(d)
 		if parents {
 			if err := c.mkdirAll(abs, mode, verbose); err != nil {
-				c.errorf("cannot create directory '%s': %s", d, errText(err))
+				c.errorf("cannot create directory ‘%s’: %s", d, errText(err))
 				status = 1
 			}
 			continue
 		}
 		if err := c.r.sh.ns.mkdir(abs, mode); err != nil {
-			c.errorf("cannot create directory '%s': %s", d, errText(err))
+			c.errorf("cannot create directory ‘%s’: %s", d, errText(err))
 			status = 1
 		} else if verbose {
 			fmt.Fprintf(c.out, "mkdir: created directory '%s'\n", d)

@@ -30,7 +30,7 @@ func cmdPrintf(c *cmd) int {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(c.stderr, "bash: printf: usage: printf [-v var] format [arguments]")
+		fmt.Fprintln(c.stderr, c.bashWhere()+": printf: usage: printf [-v var] format [arguments]")
 		return 2
 	}
 	p := &printer{c: c, args: args[1:]}
@@ -85,7 +85,7 @@ func (p *printer) number(s string) int64 {
 		if u, err2 := strconv.ParseUint(t, 0, 64); err2 == nil {
 			return int64(u)
 		}
-		fmt.Fprintf(p.c.stderr, "bash: printf: %s: invalid number\n", s)
+		fmt.Fprintf(p.c.stderr, "%s: printf: %s: invalid number\n", p.c.bashWhere(), s)
 		p.status = 1
 		// the leading digits still count
 		i := 0
@@ -112,7 +112,7 @@ func (p *printer) float(s string) float64 {
 		if n, err2 := strconv.ParseInt(strings.TrimSpace(s), 0, 64); err2 == nil {
 			return float64(n)
 		}
-		fmt.Fprintf(p.c.stderr, "bash: printf: %s: invalid number\n", s)
+		fmt.Fprintf(p.c.stderr, "%s: printf: %s: invalid number\n", p.c.bashWhere(), s)
 		p.status = 1
 	}
 	return f
@@ -180,7 +180,7 @@ func (p *printer) format(f string) bool {
 			j++ // length modifiers mean nothing here
 		}
 		if j >= len(f) {
-			fmt.Fprintf(p.c.stderr, "bash: printf: `%s': missing format character\n", f[i:])
+			fmt.Fprintf(p.c.stderr, "%s: printf: `%s': missing format character\n", p.c.bashWhere(), f[i:])
 			p.status = 1
 			return false
 		}
@@ -241,7 +241,7 @@ func (p *printer) format(f string) bool {
 		case 'q':
 			fmt.Fprintf(out, "%"+flags+width+"s", shellQuote(arg))
 		default:
-			fmt.Fprintf(p.c.stderr, "bash: printf: `%c': invalid format character\n", conv)
+			fmt.Fprintf(p.c.stderr, "%s: printf: `%c': invalid format character\n", p.c.bashWhere(), conv)
 			p.status = 1
 			return false
 		}

@@ -41,7 +41,7 @@ func cmdSeq(c *cmd) int {
 			width = true
 		case a == "-s" || a == "-f":
 			if len(args) == 0 {
-				c.errorf("option requires an argument -- '%c'", a[1])
+				c.usage("option requires an argument -- '%c'", a[1])
 				return 1
 			}
 			if a == "-s" {
@@ -58,12 +58,12 @@ func cmdSeq(c *cmd) int {
 			format = a[2:]
 		case a == "--":
 		default:
-			c.errorf("invalid option -- '%s'", strings.TrimLeft(a, "-"))
+			c.usage("invalid option -- '%s'", strings.TrimLeft(a, "-"))
 			return 1
 		}
 	}
 	if len(args) == 0 || len(args) > 3 {
-		c.errorf("missing operand")
+		c.usage("missing operand")
 		return 1
 	}
 	nums := make([]float64, len(args))
@@ -71,7 +71,7 @@ func cmdSeq(c *cmd) int {
 	for i, a := range args {
 		v, err := strconv.ParseFloat(a, 64)
 		if err != nil {
-			c.errorf("invalid floating point argument: '%s'", a)
+			c.usage("invalid floating point argument: ‘%s’", a)
 			return 1
 		}
 		nums[i] = v
@@ -90,7 +90,7 @@ func cmdSeq(c *cmd) int {
 		}
 	}
 	if step == 0 {
-		c.errorf("invalid Zero increment value: '%s'", args[1])
+		c.usage("invalid Zero increment value: ‘%s’", args[1])
 		return 1
 	}
 	fmtNum := func(v float64) string {

@@ -130,7 +130,7 @@ func (c *cmd) readScript(p string, exec bool) ([]byte, int) {
 			return nil, 2
 		}
 		if exec {
-			fmt.Fprintf(c.stderr, "bash: %s: %s\n", p, msg)
+			fmt.Fprintf(c.stderr, "%s: %s: %s\n", c.bashWhere(), p, msg)
 		} else {
 			fmt.Fprintf(c.stderr, "%s: %s: %s\n", who, p, msg)
 		}
@@ -219,11 +219,11 @@ func (c *cmd) execPath(args []string) int {
 	}
 	flags, prog, ok := shebang(data)
 	if !ok {
-		fmt.Fprintf(c.stderr, "bash: %s: cannot execute: %s does not run on the shell fast path\n", p, prog)
+		fmt.Fprintf(c.stderr, "%s: %s: cannot execute: %s does not run on the shell fast path\n", c.bashWhere(), p, prog)
 		return 126
 	}
 	if i := bytes.IndexByte(data[:min(len(data), 256)], 0); i >= 0 && !bytes.HasPrefix(data, []byte("#!")) {
-		fmt.Fprintf(c.stderr, "bash: %s: cannot execute binary file: Exec format error\n", p)
+		fmt.Fprintf(c.stderr, "%s: %s: cannot execute binary file: Exec format error\n", c.bashWhere(), p)
 		return 126
 	}
 	return c.runScript(data, p, true, flags, args[1:], c.stdin)
@@ -262,7 +262,11 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 		vars = append(vars, "BASH_SOURCE="+name)
 	}
 	env := &startEnv{Environ: expand.ListEnviron(vars...), resetting: true}
-	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1, pipes: r.pipes, mem: r.mem, inflight: r.inflight}
+	child := &run{sh: r.sh, cancel: r.cancel, commands: r.commands, maxCmds: r.maxCmds, out: r.out, depth: r.depth + 1, pipes: r.pipes, mem: r.mem, inflight: r.inflight,
+		name0: "bash", where: newScriptLines(f)}
+	if file {
+		child.name0 = name
+	}
 	stdout := c.stdout
 	if stdout == nil {
 		stdout = c.out
@@ -621,6 +625,9 @@ func (s *Shell) CanRunIn(cwd, command string) (ok bool, reason string) {
 	f, err := parse(command)
 	if err != nil {
 		return false, fmt.Sprintf("syntax error: %v", err)
+	}
+	if what := misplaced(f); what != "" {
+		return false, what + " is not supported"
 	}
 	abs := wsRoot
 	if cwd != "" {

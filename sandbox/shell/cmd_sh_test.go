@@ -54,7 +54,7 @@ func TestScripts(t *testing.T) {
 		{"./ok.sh a", "ok 1 a\n", 0, ""},
 		{"bash ok.sh a b", "ok 2 a\n", 0, ""},
 		{"sh -c 'echo $0 $1; exit 3' n a", "n a\n", 3, ""},
-		{"./noexec.sh", "", 126, "bash: ./noexec.sh: Permission denied\n"},
+		{"./noexec.sh", "", 126, "bash: line 1: ./noexec.sh: Permission denied\n"},
 		{"sh noexec.sh", "ran\n", 0, ""},
 		{"./py.py", "", 126, "python3 does not run on the shell fast path"},
 		{"./bin.sh", "", 126, "cannot execute binary file"},

@@ -13,7 +13,7 @@ func init() {
 
 func cmdSleep(c *cmd) int {
 	if len(c.args) < 2 {
-		c.errorf("missing operand")
+		c.usage("missing operand")
 		return 1
 	}
 	var total time.Duration
@@ -31,7 +31,7 @@ func cmdSleep(c *cmd) int {
 		}
 		v, err := strconv.ParseFloat(a, 64)
 		if err != nil || v < 0 {
-			c.errorf("invalid time interval '%s'", a)
+			c.usage("invalid time interval ‘%s’", a)
 			return 1
 		}
 		if d := v * float64(mult); d >= float64(math.MaxInt64-total) {

@@ -97,6 +97,23 @@ func hexVal(c byte) int {
 
 // eachInput calls fn with every operand opened ("-" or none: stdin);
 // errors are reported and make the status 1.
+// openFail reports an input that does not open as the command's GNU
+// tool words it: head and tail "cannot open 'f' for reading" (a directory
+// "error reading 'f'"), tac "failed to open", the others "f: error".
+func (c *cmd) openFail(f string, err error) {
+	dir := errno(err) == syscall.EISDIR
+	switch {
+	case (c.name == "head" || c.name == "tail") && dir:
+		c.errorf("error reading '%s': %s", f, errText(err))
+	case c.name == "head" || c.name == "tail":
+		c.errorf("cannot open '%s' for reading: %s", f, errText(err))
+	case c.name == "tac" && !dir:
+		c.errorf("failed to open '%s' for reading: %s", f, errText(err))
+	default:
+		c.fail(f, err)
+	}
+}
+
 func (c *cmd) eachInput(files []string, fn func(name string, r io.Reader) error) int {
 	if len(files) == 0 {
 		files = []string{"-"}
@@ -119,7 +136,7 @@ func (c *cmd) eachInput(files []string, fn func(name string, r io.Reader) error)
 				file, err = c.open(f)
 			}
 			if err != nil {
-				c.fail(f, err)
+				c.openFail(f, err)
 				status = 1
 				continue
 			}

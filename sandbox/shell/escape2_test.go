@@ -290,7 +290,7 @@ func TestTildeUser(t *testing.T) {
 		`echo ~+ ~-`:                   "~+ ~-\n",
 		`unset HOME; sh -c 'echo ~'`:   "~\n",
 		`HOME=/tmp; echo ~ ~root`:      "/tmp /workspace\n",
-		`echo "$(getent passwd 2>&1)"`: "bash: getent: command not found\n",
+		`echo "$(getent passwd 2>&1)"`: "bash: line 1: getent: command not found\n",
 	} {
 		out, errs, _ := sh(t, s, script)
 		if out+errs != want && out != want {

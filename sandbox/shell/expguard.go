@@ -1248,12 +1248,12 @@ func (r *run) readArray(c *cmd) int {
 			case 'a', 's':
 			case 'p':
 				if len(args) == 0 {
-					fmt.Fprintln(c.stderr, "bash: read: -p: option requires an argument")
+					fmt.Fprintln(c.stderr, c.bashWhere()+": read: -p: option requires an argument")
 					return 2
 				}
 				prompt, args = args[0], args[1:]
 			default:
-				fmt.Fprintf(c.stderr, "bash: read: -%c: invalid option\n", f)
+				fmt.Fprintf(c.stderr, "%s: read: -%c: invalid option\n", c.bashWhere(), f)
 				return 2
 			}
 		}
@@ -1267,7 +1267,7 @@ func (r *run) readArray(c *cmd) int {
 		name = names[0]
 	}
 	if !syntax.ValidName(name) {
-		fmt.Fprintf(c.stderr, "bash: read: `%s': not a valid identifier\n", name)
+		fmt.Fprintf(c.stderr, "%s: read: `%s': not a valid identifier\n", c.bashWhere(), name)
 		return 1
 	}
 	if prompt != "" {

@@ -300,7 +300,8 @@ func (r *run) openHandler(ctx context.Context, p string, flag int, perm os.FileM
 	}
 	f, err := r.sh.ns.open(abs, flag, uint32(perm.Perm()), hc.Stdin, hc.Stdout, hc.Stderr)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: errno(err)}
+		// a redirection's: bash's words
+		return nil, &os.PathError{Op: r.bashWhere(r.where.redirLine()) + ":", Path: p, Err: bashErrno{errno(err)}}
 	}
 	return stoppable{f, ctx}, nil
 }
@@ -405,6 +406,7 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		return nil, errNesting
 	}
 	hc := interp.HandlerCtx(ctx)
+	r.where.called(hc.Pos)
 	r.globbed.Store(0)
 	if r.mem.limit > 0 {
 		// what the interpreter holds: its variables, and the output
@@ -427,6 +429,16 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		}
 	}
 	switch args[0] {
+	case "cd":
+		if fail := r.checkCd(ctx, args); fail != nil {
+			return fail, nil
+		}
+	case shiftCmd:
+		return checkShift(args), nil
+	case "test", "[":
+		if fail := r.checkTest(ctx, args); fail != nil {
+			return fail, nil
+		}
 	case "type":
 		return append([]string{typeCmd, "type"}, args[1:]...), nil
 	case "command":
@@ -510,13 +522,13 @@ func (r *run) callHandler(ctx context.Context, args []string) ([]string, error) 
 		}
 		f, err := r.sh.ns.open(absPath(hc.Dir, args[1]), O_RDONLY, 0, nil, nil, nil)
 		if err != nil {
-			return []string{errorCmd, "1", fmt.Sprintf("bash: %s: %s", args[1], errText(err))}, nil
+			return r.bashFail(hc, 1, args[1]+": "+errText(err)), nil
 		}
 		max := maxScriptBytes(r.mem.limit)
 		data, err := io.ReadAll(io.LimitReader(stoppableReader{f, ctx}, max+1))
 		f.Close()
 		if err != nil {
-			return []string{errorCmd, "1", fmt.Sprintf("bash: %s: %s", args[1], errText(err))}, nil
+			return r.bashFail(hc, 1, args[1]+": "+errText(err)), nil
 		}
 		if int64(len(data)) > max {
 			return []string{errorCmd, "2", fmt.Sprintf("bash: %s: file is over the fast path's limit of %d bytes for a sourced script", args[1], max)}, nil
@@ -548,6 +560,7 @@ const (
 	typeCmd        = "\x00type"
 	noopCmd        = "\x00noop"
 	errorCmd       = "\x00error"
+	shiftCmd       = "\x00shift"
 	unsupportedCmd = "\x00unsupported"
 )
 
@@ -648,9 +661,9 @@ func (r *run) typeBuiltin(c *cmd) int {
 		case kind == "":
 			status = 1
 			if mode == "type" {
-				fmt.Fprintf(c.stderr, "bash: type: %s: not found\n", name)
+				fmt.Fprintf(c.stderr, "%s: type: %s: not found\n", c.bashWhere(), name)
 			} else if mode == "command-V" {
-				fmt.Fprintf(c.stderr, "bash: command: %s: not found\n", name)
+				fmt.Fprintf(c.stderr, "%s: command: %s: not found\n", c.bashWhere(), name)
 			}
 		case mode == "type-t":
 			fmt.Fprintln(c.out, kind)

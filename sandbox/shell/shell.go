@@ -195,6 +195,8 @@ type run struct {
 	mem      *memBudget   // shared with nested scripts
 	globbed  atomic.Int64 // bytes listed by globs since the last command
 	inflight *flight      // built-ins running, of this call and its nested scripts
+	name0    string       // $0 in bash's own errors: "bash", or the script file's name
+	where    *scriptLines // where the script is, for bash's own errors
 }
 
 // Exec runs the script command. The error is for a failure of the shell
@@ -236,7 +238,11 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		res.ExitCode, res.Duration = 2, time.Since(start)
 		return res, nil
 	}
-	if what := unsupported(file); what != "" {
+	what := unsupported(file)
+	if what == "" {
+		what = misplaced(file)
+	}
+	if what != "" {
 		fmt.Fprintf(errW, "bash: %s is not supported by the shell fast path\n", what)
 		res.ExitCode, res.Duration = 2, time.Since(start)
 		return res, nil
@@ -273,7 +279,8 @@ func (s *Shell) Exec(ctx context.Context, command string, opts ExecOptions) (Res
 		mem.guards.guardStatements(file)
 	}
 
-	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem, inflight: &flight{}}
+	r := &run{sh: s, cancel: cancel, maxCmds: opts.MaxCommands, out: lw, commands: new(atomic.Int64), pipes: &pipeTable{}, mem: mem, inflight: &flight{},
+		name0: "bash", where: newScriptLines(file)}
 	mem.flight = r.inflight
 	if maxMem > 0 {
 		defer watch.add(mem)()
@@ -482,6 +489,9 @@ func unsupported(f *syntax.File) string {
 		}
 		return what == ""
 	})
+	if what == "" {
+		what = unboundRisk(f)
+	}
 	return what
 }
 
@@ -491,7 +501,11 @@ func unsupported(f *syntax.File) string {
 //   - time writes its report to stdout, not stderr;
 //   - ${x@Q} and the other @ transformations quote as Go does;
 //   - ${x/#pat/to} and ${x/%pat/to} take # and % as part of the pattern;
-//   - $PIPESTATUS is never set;
+//   - $PIPESTATUS is never set, nor $BASH_VERSION;
+//   - ${x:?message} fails with status 1, bash with 127 and its prefix;
+//   - redirections of descriptors other than 0, 1 and 2 (exec 3<f);
+//   - declare -i, -l, -u, -p, -f and the other options it lacks, and
+//     export or readonly with no names (the listings);
 //   - an IFS with a character other than space, tab and newline drops
 //     empty fields (a,,b splits in two, read a b c of 1::3 gives 1|3|);
 //   - let of a quoted expression with spaces ("i += 2") does nothing.
@@ -509,6 +523,33 @@ func divergent(n syntax.Node) string {
 			}
 		case x.Param != nil && x.Param.Value == "PIPESTATUS":
 			return "$PIPESTATUS"
+		case x.Param != nil && (x.Param.Value == "BASH_VERSION" || x.Param.Value == "BASH_VERSINFO"):
+			return "$" + x.Param.Value
+		case x.Exp != nil && (x.Exp.Op == syntax.ErrorUnset || x.Exp.Op == syntax.ErrorUnsetOrNull):
+			return "${var:?message}"
+		}
+	case *syntax.Redirect:
+		if x.N != nil && x.N.Value != "0" && x.N.Value != "1" && x.N.Value != "2" {
+			return "a redirection of fd " + x.N.Value
+		}
+	case *syntax.DeclClause:
+		// the interpreter's declare takes -x -r -a -A -n -g; -i, -l,
+		// -u, -t, -F and the listings (-p, export alone) it answers
+		// otherwise
+		if len(x.Args) == 0 && x.Variant.Value != "local" {
+			return x.Variant.Value + " with no names"
+		}
+		for _, a := range x.Args {
+			if a.Name != nil || a.Value == nil {
+				continue
+			}
+			v, ok := literal(a.Value)
+			if !ok {
+				return x.Variant.Value + " of a word computed at run time"
+			}
+			if (strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+")) && strings.Trim(v[1:], "xranAg") != "" {
+				return x.Variant.Value + " " + v
+			}
 		}
 	case *syntax.Assign:
 		if x.Name != nil && x.Name.Value == "IFS" && x.Value != nil {
@@ -562,6 +603,13 @@ func rewriteSpecial(f syntax.Node) {
 			if st.Cmd == nil && !st.Negated && !st.Background && !st.Coprocess && !st.Disown &&
 				len(st.Redirs) == 1 && st.Redirs[0].Op == syntax.RdrIn {
 				st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: "/bin/cat"}}}}}
+			}
+		}
+		if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 && len(ce.Args) <= 2 {
+			// shift [n] gets $# to know when bash would fail (bashmsg.go)
+			if l, ok := literal(ce.Args[0]); ok && l == "shift" {
+				ce.Args[0] = &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: ce.Args[0].Pos(), Value: shiftCmd}}}
+				ce.Args = append(ce.Args, &syntax.Word{Parts: []syntax.WordPart{&syntax.ParamExp{Short: true, Param: &syntax.Lit{Value: "#"}}}})
 			}
 		}
 		if pe, ok := n.(*syntax.ParamExp); ok && pe.Param != nil {

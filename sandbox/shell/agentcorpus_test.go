@@ -1,0 +1,162 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+// agentCorpusKnown are the agent corpus's commands that the fast path
+// answers differently from bash on tmpfs, each with why. They are run
+// and counted as wrong on the fast path, but do not fail the test.
+var agentCorpusKnown = map[string]string{
+	"ls -la /workspace":                                "directory sizes: the store reports 0 for directories (as the mount does to the sandbox), tmpfs their entry bytes; /workspace's parent is the namespace's",
+	"ls -la cmd/app":                                   "directory sizes (see ls -la /workspace)",
+	"ls -al internal":                                  "directory sizes (see ls -la /workspace)",
+	"ls -la | head -20":                                "directory sizes (see ls -la /workspace)",
+	"ls -la 2>&1 | grep -v '^total'":                   "directory sizes (see ls -la /workspace)",
+	`grep -rw "name" main.go`:                          "grep -r with one file operand prefixes the file's name; GNU grep does not (cmd_grep.go, another helper's)",
+	"find nodir -name x":                               "find quotes a name as 'x'; GNU find under C.UTF-8 as ‘x’ (cmd_find.go, another helper's)",
+	"find nodir -name x 2>&1; echo $?":                 "find quotes a name as 'x'; GNU find under C.UTF-8 as ‘x’ (cmd_find.go, another helper's)",
+	"echo $((1/0))":                                    "division by zero: the interpreter's words and it goes on; bash's 'division by 0 (error token is ...)' ends the script",
+	"echo $((5 % 0)); echo after":                      "division by zero (see echo $((1/0)))",
+	"readonly r=1; r=2; echo $r":                       "assigning a read-only variable: the interpreter's words and it goes on; bash stops the script with status 1",
+	"ls -la internal/util && wc -l internal/util/*.go": "directory sizes (see ls -la /workspace)",
+	"sed -i 's|example.com/demo|example.com/app|' go.mod cmd/app/main.go && grep -rn example.com .": "grep -r walks in name order (the store's, so the mount's too); on tmpfs GNU grep walks in directory order, which sed -i's new go.mod changed",
+}
+
+// TestAgentCorpus runs testdata/corpus-agents.txt, commands in the shapes
+// coding agents type (Codex CLI, Claude Code, mini-SWE-agent and SWE-agent
+// trajectories), as auto routes them: what Shell.CanRunIn accepts runs on
+// the fast path and must match bash and GNU tools on a tmpfs copy of the
+// fixture byte for byte, stdout, stderr and exit status (agents read both
+// streams, often merged with 2>&1); what it refuses runs in the sandbox's
+// bash, right by construction. It reports the shares: on the fast path,
+// right under auto, wrong on the fast path (which fails the test).
+func TestAgentCorpus(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("bash is needed for the differential tests")
+	}
+	entries := readCorpusFile(t, "testdata/corpus-agents.txt")
+	if len(entries) < 150 {
+		t.Fatalf("agent corpus has %d entries", len(entries))
+	}
+	fast, wrong, known := 0, 0, 0
+	routed := map[string]int{}
+	for _, e := range entries {
+		ok, why, got, gotErr, code := autoRun(t, e.cmd)
+		if !ok {
+			routed[routeKind(why)]++
+			if testing.Verbose() {
+				t.Logf("corpus-agents.txt:%d: routed: %s: %s", e.line, why, e.cmd)
+			}
+			continue
+		}
+		want, wantErr, wantCode := bashRunBoth(t, e.cmd)
+		if got != want || gotErr != wantErr || code != wantCode {
+			wrong++
+			if why, ok := agentCorpusKnown[e.cmd]; ok {
+				known++
+				if testing.Verbose() {
+					t.Logf("corpus-agents.txt:%d: known to differ: %s: %s", e.line, why, e.cmd)
+				}
+				continue
+			}
+			t.Errorf("corpus-agents.txt:%d: %s\n--- fast path (status %d):\n%s--- stderr:\n%s--- bash (status %d):\n%s--- stderr:\n%s",
+				e.line, e.cmd, code, got, gotErr, wantCode, want, wantErr)
+			continue
+		}
+		if _, ok := agentCorpusKnown[e.cmd]; ok {
+			t.Errorf("corpus-agents.txt:%d: %s: listed as known to differ, but matches bash", e.line, e.cmd)
+		}
+		fast++
+	}
+	n := len(entries)
+	pct := func(k int) float64 { return 100 * float64(k) / float64(n) }
+	t.Logf("agent corpus: %d commands; on the fast path and identical to bash %d (%.1f%%), sent to the sandbox %d (%.1f%%), wrong on the fast path %d (%.1f%%, %d of them known); right under auto %.1f%%; routed by kind: %v",
+		n, fast, pct(fast), n-fast-wrong, pct(n-fast-wrong), wrong, pct(wrong), known, pct(n-wrong), routed)
+}
+
+// routeKind shortens a routing reason to its kind for the summary.
+func routeKind(why string) string {
+	for _, k := range []string{"not built in", "not supported", "syntax error", "script", "writes", "stdin"} {
+		if strings.Contains(why, k) {
+			return k
+		}
+	}
+	if i := strings.IndexAny(why, ":("); i > 0 {
+		return why[:i]
+	}
+	return why
+}
+
+// autoRun asks Shell.CanRunIn about a command on a fresh store holding the
+// fixture, as the daemon's auto routing does, and runs it there on the
+// fast path when it accepts.
+func autoRun(t testing.TB, command string) (ok bool, why, stdout, stderr string, code int) {
+	dir, err := os.MkdirTemp("", "agentcorpus-store-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := kv.Open(dir, kv.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MemTableSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs := wsfs.New(st, wsfs.Owner{})
+	// which, command -v and type answer for the sandbox's programs as
+	// the daemon has them answer (exec.go); here the sandbox is the host
+	// the test's bash runs on
+	s := New(fs, Options{SandboxProgram: func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	}})
+	writeFixtureStore(t, fs)
+	if ok, why = s.CanRunIn("", command); !ok {
+		return false, why, "", "", 0
+	}
+	var out, errb bytes.Buffer
+	res, err := s.Exec(context.Background(), command, ExecOptions{Stdout: &out, Stderr: &errb, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("%q: %v", command, err)
+	}
+	return true, "", out.String(), errb.String(), res.ExitCode
+}
+
+// bashRunBoth is bashRun with stderr too, the fixture's paths written
+// back as /workspace and /tmp in both.
+func bashRunBoth(t testing.TB, command string) (stdout, stderr string, code int) {
+	ws, tmp, remove := tmpfsFixture(t, "agentcorpus-")
+	defer remove()
+	cmd := bashCommand(ws, tmp, command)
+	for i, e := range cmd.Env {
+		if strings.HasPrefix(e, "PATH=") {
+			cmd.Env[i] = "PATH=" + DefaultPath // the fast path's and the sandbox's
+		}
+	}
+	cmd.Stdin = strings.NewReader("")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	back := func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, ws, "/workspace"), tmp, "/tmp")
+	}
+	return back(out.String()), back(errb.String()), code
+}
