@@ -119,6 +119,22 @@ func safeRun(lit []rune, fold bool) (grepLit, bool) {
 	return grepLit{s: bytes.Clone(best), fold: fold}, len(best) > 0
 }
 
+// lowerTab maps a byte to its ASCII lower case.
+var lowerTab = func() (t [256]byte) {
+	for i := range t {
+		t[i] = toLowerASCII(byte(i))
+	}
+	return t
+}()
+
+// lowerASCII writes src in ASCII lower case to dst, as long.
+func lowerASCII(dst, src []byte) {
+	dst = dst[:len(src)]
+	for i, c := range src {
+		dst[i] = lowerTab[c]
+	}
+}
+
 func toLowerASCII[T rune | byte](c T) T {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'
@@ -203,9 +219,7 @@ func (s *lineScanner) fill() bool {
 	}
 	n, err := s.r.Read(s.buf[s.wr:])
 	if s.lower {
-		for i, c := range s.buf[s.wr : s.wr+n] {
-			s.low[s.wr+i] = toLowerASCII(c)
-		}
+		lowerASCII(s.low[s.wr:s.wr+n], s.buf[s.wr:s.wr+n])
 	}
 	s.wr += n
 	if err != nil {
@@ -289,9 +303,7 @@ func (s *lineScanner) readLine(c *cmd) (string, error) {
 	rest, _ := br.Peek(br.Buffered())
 	s.rd, s.wr = 0, copy(s.buf, rest)
 	if s.lower {
-		for i, c := range s.buf[:s.wr] {
-			s.low[i] = toLowerASCII(c)
-		}
+		lowerASCII(s.low[:s.wr], s.buf[:s.wr])
 	}
 	for i := range s.at {
 		s.at[i], s.from[i] = -1, 0
