@@ -71,6 +71,10 @@ bench-policy: ## what the agent identity and ten path rules cost the fast path a
 bench-limits: ## what the fast path's memory guards cost: guarded shell statements and awk programs against the same unguarded, alternating (ratios)
 	$(GO) test -tags '$(TAGS)' -run '^$$' -bench 'Guards|AwkGuard' -benchtime 5x -timeout 30m ./sandbox/shell/ | tee bench/limits.txt
 
+.PHONY: bench-grep
+bench-grep: ## CPU of whole-tree grep -rn, rg and find on the fast path against GNU grep, find and rg on the mount (the program's and the daemon's CPU; interleaved rounds, ratios; BENCH_GREP_ROUNDS, BENCH_GREP_CMDS)
+	$(GO) test -tags '$(TAGS)' -run '^$$' -bench GrepCPU -benchtime 1x -timeout 30m ./sandbox/shell/ | tee bench/grep.txt
+
 stress: ## long randomized and parallel tests against the mount
 	FSTEST_LONG=1 COMPUTERFS_HUGE_DIR=1000000 $(GO) test -count=1 -timeout 90m -v -run 'FSX|Stress|Crash|Huge' ./fs/ ./fstest/ ./kv/
 

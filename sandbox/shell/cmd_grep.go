@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -153,6 +152,8 @@ type grepOpts struct {
 	re                                                                                         *regexp.Regexp
 	fixed                                                                                      []string
 	fold, word, line, implicitDot                                                              bool
+	lits                                                                                       []grepLit // one is in every matching line
+	scan                                                                                       lineScanner
 }
 
 func cmdGrep(c *cmd) int {
@@ -267,6 +268,7 @@ func cmdGrep(c *cmd) int {
 				g.fixed[i] = strings.ToLower(p)
 			}
 		}
+		g.lits = fixedLits(g.fixed, g.fold)
 	} else {
 		var alts []string
 		for _, p := range patterns {
@@ -299,6 +301,7 @@ func cmdGrep(c *cmd) int {
 		}
 		re.Longest()
 		g.re = re
+		g.lits = grepLits(expr)
 	}
 	if len(args) == 0 {
 		if g.recursive {
@@ -367,6 +370,10 @@ func cmdGrep(c *cmd) int {
 	}
 	return 1
 }
+
+// grepSkips is whether grep skips lines by their required strings (the
+// tests compare with grep without).
+var grepSkips = true
 
 func atoiOr(s string, def int) int {
 	n, err := strconv.Atoi(s)
@@ -525,7 +532,12 @@ func (g *grepOpts) matches(line string) []string {
 }
 
 func (c *cmd) grepReader(g *grepOpts, r io.Reader, name string, multi bool) (bool, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	sc := &g.scan
+	sc.reset(r, g.lits)
+	defer sc.reset(nil, nil)
+	// Lines without a required string cannot match: skip them, unless
+	// they may be printed (-v, context) or there are none.
+	skip := g.lits != nil && !g.invert && g.before == 0 && grepSkips
 	count := 0
 	lineNo := 0
 	var offset int64
@@ -561,7 +573,11 @@ func (c *cmd) grepReader(g *grepOpts, r io.Reader, name string, multi bool) (boo
 		if g.maxCount >= 0 && count >= g.maxCount && afterLeft == 0 {
 			break
 		}
-		line, err := c.readLine(br)
+		if skip && afterLeft == 0 {
+			n, off, nul := sc.skip(c.ctx)
+			lineNo, offset, binary = lineNo+n, offset+off, binary || nul
+		}
+		line, err := sc.readLine(c)
 		if line == "" && err != nil {
 			if err == io.EOF {
 				break
