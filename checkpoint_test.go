@@ -118,7 +118,9 @@ func TestCheckpointEachCall(t *testing.T) {
 	if err := os.WriteFile(f1, []byte("mount"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cli(false, "exec", "--", "echo exec > f2")
+	if out, err := exec.Command(bin, "exec", "-w", m.Dir, "--", "echo exec > f2").CombinedOutput(); err != nil {
+		t.Fatalf("computerfs exec: %v\n%s", err, out)
+	}
 	cli(false, "undo")
 	if got, err := os.ReadFile(filepath.Join(m.Dir, "f2")); err == nil {
 		t.Errorf("f2 (%q) is still there after undo", got)

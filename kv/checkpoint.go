@@ -86,7 +86,8 @@ var checkpointTmp atomic.Uint64
 // the answer. It returns once changes may go on; finish, when not nil,
 // must then be called (once, from any goroutine, before the store closes)
 // to make the checkpoint durable and put it under its name: until then
-// it is not listed and cannot be rolled back to.
+// it is not listed and cannot be rolled back to, and a Checkpoint of the
+// same state answers with it (New false).
 // label (at most maxCheckpointLabel bytes kept) goes with a new one.
 func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() error, err error) {
 	s.enter()
@@ -97,6 +98,13 @@ func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() err
 	s.jmu.Unlock()
 	if p := filepath.Join(root, CheckpointName(seq)); exists(p) {
 		return readCheckpoint(p), nil, nil
+	}
+	s.pendingCkpt.Lock()
+	c, ok := s.pendingCkpt.m[seq]
+	s.pendingCkpt.Unlock()
+	if ok { // taken, being made durable: the same state
+		c.New, c.Held = false, 0
+		return c, nil, nil
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return CheckpointInfo{}, nil, err
@@ -112,7 +120,18 @@ func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() err
 		label = label[:maxCheckpointLabel]
 	}
 	info = CheckpointInfo{Name: name, Seq: seq, Created: time.Now(), Label: label, Held: held, New: true}
-	finish = func() error {
+	s.pendingCkpt.Lock()
+	if s.pendingCkpt.m == nil {
+		s.pendingCkpt.m = map[uint64]CheckpointInfo{}
+	}
+	s.pendingCkpt.m[seq] = info
+	s.pendingCkpt.Unlock()
+	finish = func() (err error) {
+		defer func() {
+			s.pendingCkpt.Lock()
+			delete(s.pendingCkpt.m, seq)
+			s.pendingCkpt.Unlock()
+		}()
 		if err := os.WriteFile(filepath.Join(tmp, checkpointLabel), []byte(label), 0o600); err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("checkpoint %s: %w", name, err)

@@ -115,6 +115,12 @@ type Store struct {
 	lock   *os.File
 	log    *slog.Logger
 	closed atomic.Bool
+	// pendingCkpt are the checkpoints taken whose finish has not put
+	// them under their names yet, by SEQ.
+	pendingCkpt struct {
+		sync.Mutex
+		m map[uint64]CheckpointInfo
+	}
 
 	nsMu     sync.Mutex    // serialises namespace operations
 	dirMoves atomic.Uint64 // see DirMoves
