@@ -28,6 +28,10 @@ func TestCheckpoint(t *testing.T) {
 			if list, _ := s.Checkpoints(); len(list) > 0 && list[len(list)-1].Name == info.Name {
 				t.Fatalf("checkpoint %s listed before its finish", info.Name)
 			}
+			// Asked again before the finish: the pending one, not a second.
+			if again, f2, err := s.Checkpoint("t2"); err != nil || again.Name != info.Name || again.New || f2 != nil {
+				t.Fatalf("Checkpoint while %s is pending: %+v (finish %v), %v", info.Name, again, f2 != nil, err)
+			}
 			if err := finish(); err != nil {
 				t.Fatal(err)
 			}
