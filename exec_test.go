@@ -25,7 +25,13 @@ func execOn(t *testing.T, mount string, req computerfs.ExecRequest) (computerfs.
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The client waits for the command's own timeout and then some (a
+	// cold go test in the sandbox of a loaded machine takes minutes).
+	wait := 2 * time.Minute
+	if d, err := time.ParseDuration(req.Timeout); err == nil && d+time.Minute > wait {
+		wait = d + time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	var out, errb strings.Builder
 	res, err := c.Exec(ctx, req, &out, &errb)

@@ -627,14 +627,15 @@ func (r *run) user() User {
 const DefaultPath = backend.DefaultPath
 
 // env is the program's environment: PATH, HOME (the workspace, as on the
-// shell fast path; /tmp without a workspace), the caches' variables (see
+// shell fast path; /tmp without a workspace), LANG and TMPDIR as on the
+// fast path, the caches' variables (see
 // cacheEnv), then Options.Env.
 func (r *run) env() []string {
 	home := "/tmp"
 	if r.opts.Workspace != "" {
 		home = backend.Home
 	}
-	env := append([]string{"PATH=" + DefaultPath, "HOME=" + home}, cacheEnv(r.opts.Cache != "")...)
+	env := append([]string{"PATH=" + DefaultPath, "HOME=" + home, "LANG=" + backend.Lang, "TMPDIR=" + backend.TmpDir}, cacheEnv(r.opts.Cache != "")...)
 	if r.opts.GitConfig != "" {
 		env = append(env, "GIT_CONFIG_SYSTEM="+GitConfigDir+"/config")
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 // The environment both backends give a command unless its Options.Env
-// says otherwise: the same PATH and HOME, so that a command reads them the
-// same wherever it was routed.
+// says otherwise: the same PATH, HOME, LANG and TMPDIR, so that a command
+// reads them the same wherever it was routed (GNU tools quote names as
+// ‘x’ under LANG=C.UTF-8, and the fast path's built-ins do as they do).
 const (
 	// DefaultPath is $PATH. The fast path's built-in commands claim to
 	// live in /usr/bin; /usr/local/go/bin is where the Go distribution
@@ -20,6 +21,10 @@ const (
 	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
 	// Home is $HOME: the workspace (and ~ is the workspace).
 	Home = "/workspace"
+	// Lang is $LANG: C's collation and messages, UTF-8 characters.
+	Lang = "C.UTF-8"
+	// TmpDir is $TMPDIR.
+	TmpDir = "/tmp"
 )
 
 // Backend runs shell command strings on a workspace.

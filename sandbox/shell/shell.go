@@ -378,7 +378,7 @@ func (s *Shell) environ(extra []string, pid int64) []string {
 	env := []string{
 		"HOME=" + api.Home,
 		"PATH=" + DefaultPath,
-		"LANG=C.UTF-8",
+		"LANG=" + api.Lang,
 		"TMPDIR=" + tmpRoot,
 		"SHELL=/bin/bash",
 		"USER=" + userName(s.opts.UID),
