@@ -43,10 +43,9 @@ type ForkOptions struct {
 type ForkResult struct {
 	Store string `json:"store"`
 	From  string `json:"from,omitempty"` // the snapshot, "" for the live state
-	// Agent is the fork's agent identity; Chowned the inodes given to it
-	// (those of the parent's agent).
-	Agent   Agent `json:"agent"`
-	Chowned int   `json:"chowned"`
+	// Agent is the fork's agent identity: the parent's agent's files are
+	// its (kv.Store.ChangeOwners, in constant time).
+	Agent Agent `json:"agent"`
 }
 
 // Snapshot takes the snapshot name of the workspace's current state: a
@@ -220,7 +219,7 @@ func finishFork(dst string, opts ForkOptions) (res ForkResult, err error) {
 		return res, err
 	}
 	if a != parent {
-		if res.Chowned, err = st.ChangeOwners(kv.Owner{UID: parent.UID, GID: parent.GID}, kv.Owner{UID: a.UID, GID: a.GID}); err != nil {
+		if err := st.ChangeOwners(kv.Owner{UID: parent.UID, GID: parent.GID}, kv.Owner{UID: a.UID, GID: a.GID}); err != nil {
 			return res, err
 		}
 	}

@@ -284,6 +284,7 @@ func (s *Store) read(ino uint64, off int64, dst []byte, o *originRead) (int, Att
 	if err != nil {
 		return 0, a, err
 	}
+	s.mapOwner(&a)
 	if a.IsDir() {
 		return 0, a, ErrIsDir
 	}

@@ -208,6 +208,12 @@ func readRaw(t testing.TB, s *Store) *rawState {
 			if bytes.Equal(k, keyUsage) || bytes.Equal(k, keyJournalUsage) || bytes.Equal(k, keyAuditUsage) {
 				continue // merge operands; Check counts them
 			}
+			if bytes.Equal(k, keyOwners) {
+				if _, err := decodeOwners(v); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
 			if len(v) != 8 {
 				t.Fatalf("meta key %q holds %d bytes", k, len(v))
 			}

@@ -75,6 +75,7 @@ func (s *Store) GetAttr(ino uint64) (Attr, error) {
 func (s *Store) storedAttr(ino uint64) (a Attr, err error) {
 	a, ok, gen := s.attrs.get(ino)
 	if ok {
+		s.mapOwner(&a)
 		return a, nil
 	}
 	err = s.view(attrKey(ino), func(v []byte) (err error) {
@@ -83,6 +84,7 @@ func (s *Store) storedAttr(ino uint64) (a Attr, err error) {
 	})
 	if err == nil {
 		s.attrs.add(a, gen)
+		s.mapOwner(&a)
 	}
 	return a, err
 }

@@ -24,7 +24,7 @@ import (
 //     manifests: what the remotes hold did not go back), the journal's
 //     and the audit's parts of the usage, the snapshots themselves, the
 //     lock and the directory (so the agent identity, which the registry
-//     keys by it), and the next inode number (the larger of the two, so a
+//     keys by it), the owner map (owners.go), and the next inode number (the larger of the two, so a
 //     number once given is never given again);
 //   - a JRollback record ends the journal: path "/", cut (something at or
 //     under / changed), actor entry "rollback", request the snapshot's
@@ -136,6 +136,7 @@ func (ns *Store) takeHistory(s *Store, name string) (RollbackInfo, error) {
 		{{pfxJournal}, {pfxJournal + 1}},
 		{{pfxAudit}, {pfxAudit + 1}},
 		{userMeta, prefixEnd(userMeta)},
+		{keyOwners, prefixEnd(keyOwners)},
 	}
 	for _, r := range ranges {
 		if err := b.DeleteRange(r[0], r[1], nil); err != nil {

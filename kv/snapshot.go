@@ -1,11 +1,9 @@
 package kv
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -680,71 +678,6 @@ func copyFile(from, to string) error {
 }
 
 func syncDir(dir string) error { return syncPath(dir) }
-
-// ChangeOwners gives every inode owned by uid from.UID to to.UID, and every
-// inode of group from.GID to to.GID, in batches of their own, with no
-// journal record (the files did not change; a fork takes a new owner this
-// way, see the root package) and at the cost of a seek per inode. It
-// returns the inodes it changed. It takes no inode locks: it is for a
-// store that nothing else uses yet (a fork before its first mount).
-func (s *Store) ChangeOwners(from, to Owner) (int, error) {
-	s.enter()
-	defer s.leave()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxInode}, UpperBound: []byte{pfxInode + 1}})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	n := 0
-	b := s.db.NewBatch()
-	defer func() { b.Close() }()
-	flush := func() error {
-		if b.Empty() {
-			return nil
-		}
-		err := s.commit(b)
-		b.Close()
-		b = s.db.NewBatch()
-		return err
-	}
-	for ok := it.SeekGE(attrKey(RootIno)); ok; {
-		k := it.Key()
-		if len(k) < 9 {
-			return n, corrupt("inode key %q", k)
-		}
-		ino := binary.BigEndian.Uint64(k[1:9])
-		if len(k) == 10 && k[9] == kindAttr {
-			a, err := decodeAttr(it.Value())
-			if err != nil {
-				return n, err
-			}
-			changed := false
-			if a.Uid == from.UID {
-				a.Uid, changed = to.UID, true
-			}
-			if a.Gid == from.GID {
-				a.Gid, changed = to.GID, true
-			}
-			if changed {
-				b.Set(attrKey(ino), a.encode(), nil)
-				n++
-				if b.Count() >= 1000 {
-					if err := flush(); err != nil {
-						return n, err
-					}
-				}
-			}
-		}
-		if ino == math.MaxUint64 {
-			break
-		}
-		ok = it.SeekGE(inodePrefix(ino + 1))
-	}
-	if err := it.Error(); err != nil {
-		return n, err
-	}
-	return n, flush()
-}
 
 // Owner is a host uid and gid.
 type Owner struct{ UID, GID uint32 }

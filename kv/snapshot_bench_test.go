@@ -136,7 +136,8 @@ func fillBenchStore(b *testing.B, s *Store, size int64, kind string) {
 }
 
 // BenchmarkChangeOwners gives the 10,000 files of one owner (a fork's
-// parent agent) to another, and back: the cost of a fork's new agent.
+// parent agent) to another, and back: the cost of a fork's new agent (an
+// entry in the owner map, whatever the number of files).
 func BenchmarkChangeOwners(b *testing.B) {
 	s, err := Open(filepath.Join(b.TempDir(), "store"), quietOptions())
 	if err != nil {
@@ -154,8 +155,8 @@ func BenchmarkChangeOwners(b *testing.B) {
 		if i%2 == 1 {
 			from, to = to, from
 		}
-		if n, err := s.ChangeOwners(from, to); err != nil || n != 10000 {
-			b.Fatal(n, err)
+		if err := s.ChangeOwners(from, to); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

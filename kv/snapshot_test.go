@@ -442,7 +442,10 @@ func TestSnapshotListDelete(t *testing.T) {
 	}
 }
 
-// TestChangeOwners gives one owner's inodes to another, and only those.
+// TestChangeOwners gives one owner's inodes to another, and only those,
+// through the owner map: at once whatever the count, in every way an
+// inode's attributes are read, across a reopen, composed over forks of
+// forks, a number given again, and a rollback (the map is the store's).
 func TestChangeOwners(t *testing.T) {
 	s := newStore(t)
 	var mine []uint64
@@ -460,23 +463,82 @@ func TestChangeOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.ChangeOwners(Owner{7, 8}, Owner{70, 80})
-	if err != nil || n != len(mine)+1 {
-		t.Fatalf("ChangeOwners: %d, %v; want %d", n, err, len(mine)+1)
-	}
-	for _, ino := range mine {
-		if a := getattr(t, s, ino); a.Uid != 70 || a.Gid != 80 {
-			t.Fatalf("inode %d: owner %d:%d", ino, a.Uid, a.Gid)
+	getattr(t, s, mine[1]) // in the attribute cache before the change
+	owners := func(s *Store, want map[uint64]Owner) {
+		t.Helper()
+		for ino, o := range want {
+			if a := getattr(t, s, ino); a.Uid != o.UID || a.Gid != o.GID {
+				t.Fatalf("inode %d: owner %d:%d, want %d:%d", ino, a.Uid, a.Gid, o.UID, o.GID)
+			}
 		}
 	}
-	if a := getattr(t, s, other.Ino); a.Uid != 9 || a.Gid != 80 {
-		t.Errorf("other: owner %d:%d, want 9:80", a.Uid, a.Gid)
+	want := func(mineTo, otherTo Owner) map[uint64]Owner {
+		m := map[uint64]Owner{other.Ino: otherTo}
+		for _, ino := range mine {
+			m[ino] = mineTo
+		}
+		return m
+	}
+	if err := s.ChangeOwners(Owner{7, 8}, Owner{70, 80}); err != nil {
+		t.Fatal(err)
+	}
+	owners(s, want(Owner{70, 80}, Owner{9, 80}))
+	// Made after: the new owner's own.
+	late, err := s.Create(RootIno, "late", NewInode{Mode: S_IFREG | 0o644, Uid: 70, Gid: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A change of attributes writes the mapped owner.
+	if _, err := s.SetAttr(mine[2], SetAttrRequest{Valid: SetMode, Mode: 0o600}); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(ino uint64) Attr {
+		t.Helper()
+		v, err := s.get(attrKey(ino))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := decodeAttr(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if a := stored(mine[2]); a.Uid != 70 || a.Gid != 80 {
+		t.Errorf("stored after chmod: %d:%d, want 70:80", a.Uid, a.Gid)
+	}
+	if a := stored(mine[3]); a.Uid != 7 {
+		t.Errorf("stored untouched: uid %d, want 7 (the map does the rest)", a.Uid)
 	}
 	checkInvariants(t, s, checkOpts{})
-	s = reopen(t, s)
-	if a := getattr(t, s, mine[0]); a.Uid != 70 {
-		t.Errorf("after reopen: uid %d", a.Uid)
+	if _, err := s.Snapshot("before"); err != nil {
+		t.Fatal(err)
 	}
+	s = reopen(t, s)
+	owners(s, want(Owner{70, 80}, Owner{9, 80}))
+	// A fork of the fork: 70 goes to 700, and 7 (mapped to 70) with it.
+	if err := s.ChangeOwners(Owner{70, 80}, Owner{700, 800}); err != nil {
+		t.Fatal(err)
+	}
+	w := want(Owner{700, 800}, Owner{9, 800})
+	w[late.Ino] = Owner{700, 800}
+	owners(s, w)
+	// A rollback to a snapshot of before: its inodes, mapped by the
+	// store's map (still 700:800).
+	if _, err := s.Rollback("before"); err != nil {
+		t.Fatal(err)
+	}
+	owners(s, w)
+	// The number 7 given again (its store gone): 7 is 7 again, and the
+	// rest goes to it.
+	if err := s.ChangeOwners(Owner{700, 800}, Owner{7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	w = want(Owner{7, 8}, Owner{9, 8})
+	w[late.Ino] = Owner{7, 8}
+	owners(s, w)
+	s = reopen(t, s)
+	owners(s, w)
 }
 
 // TestSnapshotLeftovers: what a crash leaves of a snapshot being taken or

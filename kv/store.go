@@ -115,6 +115,7 @@ type Store struct {
 	lock   *os.File
 	log    *slog.Logger
 	closed atomic.Bool
+	owners ownersPtr // see owners.go
 	// pendingCkpt are the checkpoints taken whose finish has not put
 	// them under their names yet, by SEQ.
 	pendingCkpt struct {
@@ -420,6 +421,9 @@ func (s *Store) loadMeta() error {
 	n, err := s.getUint64(keyInodes)
 	if err != nil {
 		return fmt.Errorf("store %s: inode count: %w", s.dir, err)
+	}
+	if err := s.loadOwners(); err != nil {
+		return fmt.Errorf("store %s: %w", s.dir, err)
 	}
 	s.inodes.Store(int64(n))
 	if err := s.loadJournal(); err != nil {
