@@ -160,19 +160,13 @@ func (s *Store) Checkpoints() ([]CheckpointInfo, error) { return ListCheckpoints
 // ListCheckpoints lists the checkpoints of the store in dir, open or not,
 // oldest first.
 func ListCheckpoints(dir string) ([]CheckpointInfo, error) {
-	entries, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	paths, err := snapshotDirs(dir, IsCheckpoint)
 	if err != nil {
 		return nil, err
 	}
 	var out []CheckpointInfo
-	for _, e := range entries {
-		if !e.IsDir() || !IsCheckpoint(e.Name()) {
-			continue
-		}
-		c := readCheckpoint(filepath.Join(dir, snapshotsDir, e.Name()))
+	for _, p := range paths {
+		c := readCheckpoint(p)
 		if c.Created.IsZero() {
 			continue // pruned meanwhile
 		}

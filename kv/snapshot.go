@@ -422,12 +422,9 @@ func (s *Store) cleanSnapshots() error {
 	return nil
 }
 
-// Snapshots lists the store's snapshots, oldest first.
-func (s *Store) Snapshots() ([]SnapshotInfo, error) { return ListSnapshots(s.dir) }
-
-// ListSnapshots lists the snapshots of the store in dir, open or not,
-// oldest first.
-func ListSnapshots(dir string) ([]SnapshotInfo, error) {
+// snapshotDirs are the paths of the directories under the store dir's
+// snapshots/ whose names are kept by keep (none if there is no snapshots/).
+func snapshotDirs(dir string, keep func(name string) bool) ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -435,12 +432,28 @@ func ListSnapshots(dir string) ([]SnapshotInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []SnapshotInfo
+	var out []string
 	for _, e := range entries {
-		if !e.IsDir() || CheckSnapshotName(e.Name()) != nil {
-			continue
+		if e.IsDir() && keep(e.Name()) {
+			out = append(out, filepath.Join(dir, snapshotsDir, e.Name()))
 		}
-		info, err := snapshotInfo(filepath.Join(dir, snapshotsDir, e.Name()))
+	}
+	return out, nil
+}
+
+// Snapshots lists the store's snapshots, oldest first.
+func (s *Store) Snapshots() ([]SnapshotInfo, error) { return ListSnapshots(s.dir) }
+
+// ListSnapshots lists the snapshots of the store in dir, open or not,
+// oldest first.
+func ListSnapshots(dir string) ([]SnapshotInfo, error) {
+	paths, err := snapshotDirs(dir, func(name string) bool { return CheckSnapshotName(name) == nil })
+	if err != nil {
+		return nil, err
+	}
+	var out []SnapshotInfo
+	for _, p := range paths {
+		info, err := snapshotInfo(p)
 		if err != nil {
 			return nil, err
 		}
