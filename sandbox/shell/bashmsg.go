@@ -180,6 +180,18 @@ func (r *run) checkTest(ctx context.Context, args []string) []string {
 	if msg := testShape(ops); msg != "" {
 		return r.bashFail(hc, 2, name+": "+msg)
 	}
+	// The interpreter's test recurses on each !, ( and -a or -o: a Go
+	// stack that overflows ends the daemon (the operands can be a
+	// million words).
+	n := 0
+	for _, a := range ops {
+		switch a {
+		case "!", "(", "-a", "-o":
+			if n++; n > maxNesting {
+				return r.bashFail(hc, 2, fmt.Sprintf("%s: the expression nests deeper than the fast path's limit of %d levels", name, maxNesting))
+			}
+		}
+	}
 	return nil
 }
 

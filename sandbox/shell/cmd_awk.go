@@ -37,6 +37,11 @@ func awkCheck(args []string) string {
 // cmdAwk runs goawk with no access to the host: no system(), no
 // command pipes and no file writes; input files are read here, through
 // the namespace, and given to the program as its standard input.
+// maxAwkOperators bounds the operators of an awk program: goawk's parser
+// recurses on each (1+1+1...), about 10 KiB of Go stack a level, and a
+// Go stack that overflows ends the daemon (a 200 KB program did).
+const maxAwkOperators = 4096
+
 func cmdAwk(c *cmd) int {
 	args := c.args[1:]
 	var vars []string
@@ -105,6 +110,10 @@ operands:
 	}
 	if tooNested(progSrc) {
 		c.errorf("program nests deeper than the fast path's limit of %d levels", maxNesting)
+		return 2
+	}
+	if tooManyOperators(progSrc, maxAwkOperators) {
+		c.errorf("program of more than %d operators: over the fast path's limit", maxAwkOperators)
 		return 2
 	}
 	if _, err := parser.ParseProgram([]byte(progSrc), nil); err != nil {

@@ -89,6 +89,7 @@ type bcNode struct {
 	num   bcNum
 	name  string
 	l, r  *bcNode
+	depth int // of the tree below: eval recurses on it
 	line  int
 	print bool // a statement whose value is printed
 }
@@ -96,6 +97,40 @@ type bcNode struct {
 type bcParser struct {
 	toks []bcTok
 	i    int
+	// depth is the parse's recursion (parentheses, unary minus, ^ and
+	// assignments, right to left); the nodes' depth bounds eval's
+	deep int
+}
+
+// bcMaxDepth bounds an expression's tree (eval recurses on it): a sum of
+// ten thousand terms (seq 10000 | paste -sd+ | bc) is built in, a
+// deeper one is the sandbox's; the parse's own recursion (parentheses,
+// unary minus, ^, assignments) is bounded by maxNesting. A Go stack that
+// overflows ends the daemon.
+const bcMaxDepth = 10000
+
+var errBcDeep = errBc(fmt.Sprintf("an expression nested more than %d levels deep", maxNesting))
+
+// nest enters one level of the parse's recursion; the caller defers
+// p.deep--.
+func (p *bcParser) nest() error {
+	if p.deep++; p.deep > maxNesting {
+		return errBcDeep
+	}
+	return nil
+}
+
+// node makes an operator's node, refused past bcMaxDepth.
+func (p *bcParser) node(n *bcNode) (*bcNode, error) {
+	for _, k := range []*bcNode{n.l, n.r} {
+		if k != nil && k.depth+1 > n.depth {
+			n.depth = k.depth + 1
+		}
+	}
+	if n.depth > bcMaxDepth {
+		return nil, errBc(fmt.Sprintf("an expression of more than %d levels", bcMaxDepth))
+	}
+	return n, nil
 }
 
 type bcTok struct {
@@ -233,11 +268,15 @@ func (p *bcParser) assign() (*bcNode, error) {
 				return nil, errBc(t.text)
 			}
 			p.i += 2
+			if err := p.nest(); err != nil {
+				return nil, err
+			}
 			r, err := p.assign()
+			p.deep--
 			if err != nil {
 				return nil, err
 			}
-			return &bcNode{op: next.text, name: t.text, r: r}, nil
+			return p.node(&bcNode{op: next.text, name: t.text, r: r})
 		}
 	}
 	return p.binary(0)
@@ -268,7 +307,9 @@ func (p *bcParser) binary(level int) (*bcNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		l = &bcNode{op: op, l: l, r: r}
+		if l, err = p.node(&bcNode{op: op, l: l, r: r}); err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -281,11 +322,15 @@ func (p *bcParser) power() (*bcNode, error) {
 	}
 	if p.isOp("^") {
 		p.i++
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
 		r, err := p.power()
+		p.deep--
 		if err != nil {
 			return nil, err
 		}
-		return &bcNode{op: "^", l: l, r: r}, nil
+		return p.node(&bcNode{op: "^", l: l, r: r})
 	}
 	return l, nil
 }
@@ -293,11 +338,15 @@ func (p *bcParser) power() (*bcNode, error) {
 func (p *bcParser) unary() (*bcNode, error) {
 	if p.isOp("-") {
 		p.i++
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
 		x, err := p.unary()
+		p.deep--
 		if err != nil {
 			return nil, err
 		}
-		return &bcNode{op: "neg", l: x}, nil
+		return p.node(&bcNode{op: "neg", l: x})
 	}
 	return p.primary()
 }
@@ -314,7 +363,11 @@ func (p *bcParser) primary() (*bcNode, error) {
 		}
 		return &bcNode{op: "num", num: bcNum{n, len(fp)}}, nil
 	case t.kind == "op" && t.text == "(":
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
 		x, err := p.binary(0)
+		p.deep--
 		if err != nil {
 			return nil, err
 		}
@@ -327,7 +380,11 @@ func (p *bcParser) primary() (*bcNode, error) {
 		return &bcNode{op: "scale"}, nil
 	case t.kind == "id" && t.text == "sqrt" && p.isOp("("):
 		p.i++
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
 		x, err := p.binary(0)
+		p.deep--
 		if err != nil {
 			return nil, err
 		}
@@ -335,7 +392,7 @@ func (p *bcParser) primary() (*bcNode, error) {
 			return nil, errBc(fmt.Sprintf("a syntax error on line %d", t.line))
 		}
 		p.i++
-		return &bcNode{op: "sqrt", l: x}, nil
+		return p.node(&bcNode{op: "sqrt", l: x})
 	case t.kind == "id" && !bcKeywords[t.text] && t.text != "quit" && t.text != "sqrt" && !p.isOp("("):
 		return &bcNode{op: "var", name: t.text}, nil
 	case t.kind == "id":

@@ -122,9 +122,10 @@ type exprFail struct {
 }
 
 type exprParser struct {
-	c   *cmd
-	all []string // the arguments
-	i   int      // the next one
+	c     *cmd
+	all   []string // the arguments
+	i     int      // the next one
+	depth int      // unary's recursion: every nesting passes through it
 }
 
 // errExprMemory: the call's budget is spent.
@@ -390,6 +391,12 @@ func (p *exprParser) colon(sv, pv exprVal) exprVal {
 }
 
 func (p *exprParser) unary(ev bool) exprVal {
+	// ( ( ( ... or length length ... recurse here: a Go stack that
+	// overflows ends the daemon (the arguments can be a million words)
+	if p.depth++; p.depth > maxNesting {
+		p.fail(2, "the expression nests deeper than the fast path's limit of %d levels", maxNesting)
+	}
+	defer func() { p.depth-- }()
 	switch {
 	case p.next("+"):
 		p.requireMore()

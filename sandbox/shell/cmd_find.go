@@ -474,6 +474,7 @@ type findParser struct {
 	fc                 *findCtx
 	minDepth, maxDepth int
 	depthFirst         bool
+	depth              int // unary's recursion
 }
 
 func (p *findParser) peek() string {
@@ -488,11 +489,14 @@ func (p *findParser) parseOr() (*findNode, error) {
 	return p.or()
 }
 
+// or is a flat node of every operand of a chain of -o (eval takes them
+// in turn), not a tree as deep as the chain: eval recurses on the tree.
 func (p *findParser) or() (*findNode, error) {
 	left, err := p.and()
 	if err != nil {
 		return nil, err
 	}
+	kids := []*findNode{left}
 	for p.peek() == "-o" || p.peek() == "-or" {
 		p.i++
 		right, err := p.and()
@@ -502,9 +506,12 @@ func (p *findParser) or() (*findNode, error) {
 		if right == nil {
 			return nil, fmt.Errorf("invalid expression; you have used a binary operator '-o' with nothing after it.")
 		}
-		left = &findNode{op: "or", kids: []*findNode{left, right}}
+		kids = append(kids, right)
 	}
-	return left, nil
+	if len(kids) == 1 {
+		return left, nil
+	}
+	return &findNode{op: "or", kids: kids}, nil
 }
 
 func (p *findParser) and() (*findNode, error) {
@@ -537,6 +544,14 @@ func (p *findParser) and() (*findNode, error) {
 
 func (p *findParser) unary() (*findNode, error) {
 	t := p.peek()
+	// ! ! ! ... and ( ( ( ... recurse here: a Go stack that overflows
+	// ends the daemon (the arguments can be a million words)
+	if t == "!" || t == "-not" || t == "(" {
+		if p.depth++; p.depth > maxNesting {
+			return nil, fmt.Errorf("the expression nests deeper than the fast path's limit of %d levels", maxNesting)
+		}
+		defer func() { p.depth-- }()
+	}
 	switch t {
 	case "!", "-not":
 		p.i++

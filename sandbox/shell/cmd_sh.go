@@ -241,7 +241,7 @@ func (c *cmd) runScript(src []byte, name string, file bool, flags, params []stri
 		fmt.Fprintf(c.stderr, "%s: %s\n", name, msg)
 		return 2
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(src), name)
+	f, err := parseNamed(string(src), name)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s: %v\n", name, strings.TrimPrefix(err.Error(), name+":"))
 		return 2
@@ -502,7 +502,7 @@ func (rt *router) scriptFile(p string, exec bool, funcs map[string]bool) string 
 			return fmt.Sprintf("%s runs %s, which is not built in", p, prog)
 		}
 	}
-	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), p)
+	file, err := parseNamed(string(data), p)
 	if err != nil {
 		return fmt.Sprintf("script %s: syntax error: %v", p, err)
 	}

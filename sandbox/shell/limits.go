@@ -350,6 +350,48 @@ func tooNested(src string) bool {
 
 func isWordByte(b byte) bool { return b >= 'a' && b <= 'z' }
 
+// maxOperators bounds the operators of a script the fast path parses.
+// Operators nest without brackets: the parser recurses on each ! of a
+// [[ ]] and on each = or ?: of an arithmetic expression, and builds
+// 1+1+1... or a && b && c... as a tree as deep as the chain that
+// syntax.Walk and the interpreter recurse on (about a kilobyte of Go
+// stack a level: a million of them, two bytes each, overflowed the stack
+// and ended the daemon). A script cannot nest deeper than it has
+// operators and brackets, so counting every operator character, in
+// quotes or not (a count that quotes could fool would have to know them
+// as the parser does), bounds its depth; a script with more is the
+// sandbox's (tens of kilobytes of shell code, or a long heredoc).
+const maxOperators = 1 << 15
+
+var errTooDeep = fmt.Errorf("script nests deeper than the fast path's limit of %d levels, or has more than %d operators", maxNesting, maxOperators)
+
+// scriptTooDeep reports whether the parser could recurse too deep on the
+// script src: it nests too deep (tooNested) or has too many operators.
+func scriptTooDeep(src string) bool {
+	if len(src) < maxNesting {
+		return false
+	}
+	if tooNested(src) {
+		return true
+	}
+	return tooManyOperators(src, maxOperators)
+}
+
+// tooManyOperators reports whether src has more than max operator
+// characters (see maxOperators).
+func tooManyOperators(src string, max int) bool {
+	n := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '!', '+', '-', '*', '/', '%', '&', '|', '^', '<', '>', '=', '~', '?', ',':
+			if n++; n > max {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // The watchdog.
 
 // memWatch is the watchdog of the calls that run (see the top of this

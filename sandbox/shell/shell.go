@@ -455,14 +455,24 @@ func scriptTooBig(src string, limit int64) string {
 	if max := maxScriptBytes(limit); int64(len(src)) > max {
 		return fmt.Sprintf("script of %d bytes is over the fast path's limit of %d bytes for a call's memory budget of %s", len(src), max, sizeText(limit))
 	}
-	if tooNested(src) {
-		return fmt.Sprintf("script nests deeper than the fast path's limit of %d levels", maxNesting)
+	if scriptTooDeep(src) {
+		return errTooDeep.Error()
 	}
 	return ""
 }
 
-func parse(command string) (*syntax.File, error) {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+func parse(command string) (*syntax.File, error) { return parseNamed(command, "") }
+
+// parseNamed parses a script (name is the file it came from, for the
+// errors). Every parse of the shell goes through it: the parser and
+// syntax.Walk recurse on the script's nesting, so a script that nests too
+// deep (scriptTooDeep) is refused before it is parsed, wherever it comes from
+// (a command routed, eval, sh -c, a script file).
+func parseNamed(src, name string) (*syntax.File, error) {
+	if scriptTooDeep(src) {
+		return nil, errTooDeep
+	}
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), name)
 }
 
 // unsupported names a construct the fast path refuses, or "".
