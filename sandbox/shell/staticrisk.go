@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -147,6 +148,59 @@ func readonlyAssigned(f *syntax.File) string {
 	for name, k := range count {
 		if k > 1 || own[name] {
 			return name
+		}
+	}
+	return ""
+}
+
+// gitNoRepo says why a git command goes to the sandbox when no
+// repository is found from the directory it runs in, or "". Outside a
+// repository git's message names the mount point at which its search
+// stopped ("or any parent up to mount point ..., Stopping at file
+// system boundary"): that is the sandbox's mount table, which the fast
+// path does not know. init, clone, --version and help need no
+// repository and stay.
+func (rt *router) gitNoRepo(words []string) string {
+	if rt.sh == nil {
+		return ""
+	}
+	for _, w := range words[1:] {
+		switch w {
+		case "init", "clone", "--version", "version", "help", "--help", "-h":
+			return ""
+		}
+		if w == "-C" || strings.HasPrefix(w, "--git-dir") || strings.HasPrefix(w, "--work-tree") {
+			return "" // another directory: the interpreter's git looks there itself
+		}
+		if !strings.HasPrefix(w, "-") {
+			break
+		}
+	}
+	dir := rt.cwd
+	if rt.cd {
+		dir = wsRoot // unknown after a cd: the workspace's repository, if any
+	}
+	for {
+		if _, err := rt.sh.ns.stat(strings.TrimSuffix(dir, "/") + "/.git"); err == nil {
+			return ""
+		}
+		if dir == "/" || dir == "" || dir == "." {
+			break
+		}
+		dir = path.Dir(dir)
+	}
+	return "git outside a repository (its message names the sandbox's mounts)"
+}
+
+// typeCheck routes the options of type that the fast path's lacks
+// (-a lists every match on PATH, -f skips functions).
+func typeCheck(args []string) string {
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if a != "-t" && a != "-p" && a != "-P" {
+			return "type " + a + " is not built in"
 		}
 	}
 	return ""
