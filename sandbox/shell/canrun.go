@@ -204,7 +204,9 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 		if ok, why := gitCanRun(words, lits); !ok {
 			return why
 		}
-		return ""
+		return rt.gitNoRepo(words) // staticrisk.go
+	case name == "type":
+		return typeCheck(words[1:]) // staticrisk.go
 	case name == "find":
 		for i := 1; i < len(words); i++ {
 			if words[i] == "-exec" || words[i] == "-execdir" || words[i] == "-ok" {

@@ -16,13 +16,16 @@ func init() {
 
 // awkCheck routes the options that cmdAwk's loop does not take.
 func awkCheck(args []string) string {
+	progFile := false
+opts:
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
 		a := args[0]
 		args = args[1:]
 		switch {
 		case a == "--":
-			return ""
+			break opts
 		case a == "-F" || a == "-v" || a == "-f":
+			progFile = progFile || a == "-f"
 			if len(args) > 0 {
 				args = args[1:]
 			}
@@ -30,6 +33,24 @@ func awkCheck(args []string) string {
 		default:
 			return "awk " + a + " is not built in"
 		}
+	}
+	// cmdAwk gives the files to the program as one stream: FNR,
+	// FILENAME and nextfile over several files it refuses at run time,
+	// so such a command goes to the sandbox's awk
+	prog := ""
+	if !progFile && len(args) > 0 {
+		prog, args = args[0], args[1:]
+	}
+	files := 0
+	for _, a := range args {
+		if a == "" { // computed at run time, a glob: maybe several
+			files += 2
+		} else if k, _, ok := strings.Cut(a, "="); !ok || !isIdent(k) || files > 0 {
+			files++
+		}
+	}
+	if files > 1 && (progFile || prog == "" || strings.Contains(prog, "FNR") || strings.Contains(prog, "FILENAME") || strings.Contains(prog, "nextfile")) {
+		return "awk with FNR, FILENAME or nextfile over several files"
 	}
 	return ""
 }

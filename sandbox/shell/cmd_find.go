@@ -18,6 +18,7 @@ func init() {
 type findCtx struct {
 	c        *cmd
 	up       []uint64 // inodes of the directories being walked
+	upPath   []string // and their paths as printed
 	status   int
 	batches  map[*findNode][]string
 	now      time.Time
@@ -130,7 +131,7 @@ func cmdFind(c *cmd) int {
 	p := &findParser{args: args, fc: fc}
 	expr, err := p.parseOr()
 	if err == nil && p.i < len(p.args) {
-		err = fmt.Errorf("paths must precede expression: '%s'", p.args[p.i])
+		err = fmt.Errorf("paths must precede expression: `%s'", p.args[p.i])
 	}
 	if err != nil {
 		c.errorf("%v", err)
@@ -151,7 +152,7 @@ func cmdFind(c *cmd) int {
 			fi, err = c.r.sh.ns.stat(abs)
 		}
 		if err != nil {
-			c.errorf("'%s': %s", root, errText(err))
+			c.errorf("‘%s’: %s", root, errText(err))
 			fc.status = 1
 			continue
 		}
@@ -182,13 +183,22 @@ func (fc *findCtx) walk(expr *findNode, it findItem, minD, maxD int, follow bool
 	if fc.c.canceled() {
 		return
 	}
+	if it.fi.IsDir() {
+		// as GNU find (fts): a directory that is one of its ancestors
+		// is reported, neither tested nor entered
+		if i := slices.Index(fc.up, it.fi.ino); i >= 0 {
+			fc.c.errorf("File system loop detected; ‘%s’ is part of the same file system loop as ‘%s’.", it.path, fc.upPath[i])
+			fc.status = 1
+			return
+		}
+	}
 	prune := false
 	if !fc.depth && it.depth >= minD {
 		prune = fc.eval(expr, it) == pruneResult
 	}
 	if it.fi.IsDir() && !prune && (maxD < 0 || it.depth < maxD) {
-		if slices.Contains(fc.up, it.fi.ino) || len(fc.up) >= maxTreeDepth {
-			fc.c.errorf("File system loop detected; '%s' is part of the same file system loop as an ancestor", it.path)
+		if len(fc.up) >= maxTreeDepth {
+			fc.c.errorf("‘%s’: File name too long", it.path)
 			fc.status = 1
 			if fc.depth && it.depth >= minD {
 				fc.eval(expr, it)
@@ -196,10 +206,11 @@ func (fc *findCtx) walk(expr *findNode, it findItem, minD, maxD int, follow bool
 			return
 		}
 		fc.up = append(fc.up, it.fi.ino)
-		defer func() { fc.up = fc.up[:len(fc.up)-1] }()
+		fc.upPath = append(fc.upPath, it.path)
+		defer func() { fc.up, fc.upPath = fc.up[:len(fc.up)-1], fc.upPath[:len(fc.upPath)-1] }()
 		ents, err := fc.c.readDir(it.abs)
 		if err != nil {
-			fc.c.errorf("'%s': %s", it.path, errText(err))
+			fc.c.errorf("‘%s’: %s", it.path, errText(err))
 			fc.status = 1
 		}
 		for _, e := range ents {
@@ -365,7 +376,7 @@ func (fc *findCtx) eval(n *findNode, it findItem) findResult {
 			err = fc.c.r.sh.ns.remove(it.abs)
 		}
 		if err != nil {
-			fc.c.errorf("cannot delete '%s': %s", it.path, errText(err))
+			fc.c.errorf("cannot delete ‘%s’: %s", it.path, errText(err))
 			fc.status = 1
 			return falseResult
 		}
@@ -586,7 +597,7 @@ func (p *findParser) primary() (*findNode, error) {
 	p.i++
 	arg := func() (string, error) {
 		if p.i >= len(p.args) {
-			return "", fmt.Errorf("missing argument to '%s'", t)
+			return "", fmt.Errorf("missing argument to `%s'", t)
 		}
 		p.i++
 		return p.args[p.i-1], nil
@@ -600,6 +611,14 @@ func (p *findParser) primary() (*findNode, error) {
 		}
 		if name == "type" {
 			a = strings.ReplaceAll(a, ",", "")
+			if a == "" {
+				return nil, fmt.Errorf("Arguments to -type should contain at least one letter")
+			}
+			for _, r := range a {
+				if !strings.ContainsRune("bcdpflsD", r) {
+					return nil, fmt.Errorf("Unknown argument to -type: %c", r)
+				}
+			}
 		}
 		return &findNode{op: name, arg: a}, nil
 	case "regex", "iregex":
@@ -619,7 +638,7 @@ func (p *findParser) primary() (*findNode, error) {
 		}
 		n, err := strconv.Atoi(a)
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("Expected a positive decimal integer argument to -%s, but got '%s'", name, a)
+			return nil, fmt.Errorf("Expected a positive decimal integer argument to -%s, but got ‘%s’", name, a)
 		}
 		if name == "maxdepth" {
 			p.maxDepth = n
@@ -652,6 +671,10 @@ func (p *findParser) primary() (*findNode, error) {
 		if err != nil {
 			return nil, err
 		}
+		orig := a
+		if name == "size" && a == "" {
+			return nil, fmt.Errorf("invalid null argument to -size")
+		}
 		n := &findNode{op: name, unit: 512}
 		if a != "" && (a[0] == '+' || a[0] == '-' || a[0] == '/' && name == "perm") {
 			n.cmp, a = a[0], a[1:]
@@ -668,6 +691,12 @@ func (p *findParser) primary() (*findNode, error) {
 				n.unit, a = 1<<30, a[:len(a)-1]
 			case 'b':
 				a = a[:len(a)-1]
+			case 'w':
+				n.unit, a = 2, a[:len(a)-1]
+			default:
+				if k := a[len(a)-1]; k < '0' || k > '9' {
+					return nil, fmt.Errorf("invalid -size type `%c'", k)
+				}
 			}
 		}
 		base := 10
@@ -681,7 +710,13 @@ func (p *findParser) primary() (*findNode, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("invalid argument '%s' to '%s'", a, t)
+			switch name {
+			case "perm":
+				return nil, fmt.Errorf("invalid mode ‘%s’", orig)
+			case "size":
+				return nil, fmt.Errorf("Invalid argument `%s' to -size", orig)
+			}
+			return nil, fmt.Errorf("invalid argument `%s' to `%s'", orig, t)
 		}
 		n.num = v
 		return n, nil
@@ -692,7 +727,7 @@ func (p *findParser) primary() (*findNode, error) {
 		}
 		fi, err := p.fc.c.stat(a)
 		if err != nil {
-			return nil, fmt.Errorf("'%s': %s", a, errText(err))
+			return nil, fmt.Errorf("‘%s’: %s", a, errText(err))
 		}
 		return &findNode{op: "newer", t: fi.mtime}, nil
 	case "exec", "execdir", "ok":
@@ -701,13 +736,16 @@ func (p *findParser) primary() (*findNode, error) {
 			argv = append(argv, p.args[p.i])
 			p.i++
 		}
-		if p.i >= len(p.args) || len(argv) == 0 {
-			return nil, fmt.Errorf("missing argument to '%s'", t)
+		if p.i >= len(p.args) {
+			return nil, fmt.Errorf("missing argument to `%s'", t)
+		}
+		if len(argv) == 0 {
+			return nil, fmt.Errorf("invalid argument `%s' to `%s'", p.args[p.i], t)
 		}
 		batch := p.args[p.i] == "+"
 		p.i++
 		p.fc.actioned = true
 		return &findNode{op: "exec", argv: argv, batch: batch}, nil
 	}
-	return nil, fmt.Errorf("unknown predicate '%s'", t)
+	return nil, fmt.Errorf("unknown predicate `%s'", t)
 }

@@ -311,12 +311,16 @@ func cmdGrep(c *cmd) int {
 			args = []string{"-"}
 		}
 	}
-	multi := len(args) > 1 || g.recursive
+	// GNU grep: names are printed for several operands, or, under -r
+	// with one operand, for the files found in a directory (not for
+	// a single file operand: grep -r pat main.go prints no name)
+	multi := len(args) > 1
+	treeMulti := multi || g.recursive
 	if g.withName {
-		multi = true
+		multi, treeMulti = true, true
 	}
 	if g.noName {
-		multi = false
+		multi, treeMulti = false, false
 	}
 	matched, errs := false, false
 	for _, a := range args {
@@ -347,7 +351,7 @@ func cmdGrep(c *cmd) int {
 				}
 				continue
 			}
-			m, e := c.grepTree(&g, a, multi, []uint64{fi.ino})
+			m, e := c.grepTree(&g, a, treeMulti, []uint64{fi.ino})
 			matched = matched || m
 			errs = errs || e
 			if g.quiet && matched {

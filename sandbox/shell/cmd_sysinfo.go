@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -13,7 +14,7 @@ func init() {
 	register(&command{names: []string{"whoami"}, run: cmdWhoami, ownArgs: true, check: forms("whoami", "")})
 	register(&command{names: []string{"hostname"}, run: cmdHostname, ownArgs: true, check: forms("hostname", "")})
 	register(&command{names: []string{"uname"}, run: cmdUname, opts: opts("amrs", "all"), ownArgs: true,
-		check: forms("uname", "", "-a", "--all", "-m", "-r", "-s")})
+		check: forms("uname", "", "-m", "-s")}) // -a and -r: the kernel's release is the host's, which the sandbox shares
 	register(&command{names: []string{"id"}, run: cmdId, opts: opts("ugn"), ownArgs: true, check: forms("id", "", "-u", "-g", "-un")})
 }
 
@@ -31,7 +32,9 @@ func forms(name string, lines ...string) func(args []string) string {
 	}
 }
 
-func cmdNproc(c *cmd) int    { c.out.WriteString("2\n"); return 0 }
+// cmdNproc says the CPUs the daemon may run on, as the sandbox, started
+// by it with the same affinity, does.
+func cmdNproc(c *cmd) int    { fmt.Fprintf(c.out, "%d\n", runtime.NumCPU()); return 0 }
 func cmdWhoami(c *cmd) int   { c.out.WriteString(userName(c.r.sh.opts.UID) + "\n"); return 0 }
 func cmdHostname(c *cmd) int { c.out.WriteString("sandbox\n"); return 0 }
 func cmdUname(c *cmd) int {
@@ -40,7 +43,7 @@ func cmdUname(c *cmd) int {
 	case all:
 		c.out.WriteString("Linux sandbox 6.1.0 #1 SMP x86_64 GNU/Linux\n")
 	case len(c.args) > 1 && c.args[1] == "-m":
-		c.out.WriteString("x86_64\n")
+		c.out.WriteString(machineName() + "\n")
 	case len(c.args) > 1 && c.args[1] == "-r":
 		c.out.WriteString("6.1.0\n")
 	default:
@@ -62,4 +65,18 @@ func cmdId(c *cmd) int {
 		fmt.Fprintf(c.out, "uid=%d(%s) gid=%d(%s) groups=%d(%s)\n", uid, userName(uid), gid, userName(gid), gid, userName(gid))
 	}
 	return 0
+}
+
+// machineName is uname -m's name for the machine the daemon (and the
+// sandbox with it) runs on.
+func machineName() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "386":
+		return "i686"
+	}
+	return runtime.GOARCH
 }

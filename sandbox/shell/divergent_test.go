@@ -27,6 +27,19 @@ func TestDivergentRouted(t *testing.T) {
 		{`echo hi | base64 -w0`, false},
 		{`printf 'x%.0s' {1..100} | base64 -w 0; echo; printf abc | base64 -w4`, false},
 		{`echo hi | base64 -w x`, false},
+		// staticrisk.go
+		{`echo $((1/0)); echo after`, true},
+		{`echo $((5 % 0x0))`, true},
+		{`x=0; echo $((10/x))`, true},
+		{`(( y /= 0 )); echo $y`, true},
+		{`echo $((10/2)) $((7%3))`, false},
+		{`readonly r=1; r=2; echo $r`, true},
+		{`declare -r B=2; B=3; echo $B`, true},
+		{`f() { local -r c=1; (( c++ )); echo $c; }; f`, true},
+		{`readonly R=1; read R <<< x; echo $R`, true},
+		{`readonly R=1; for R in a; do :; done; echo $R`, true},
+		{`UID=0; echo $UID`, true},
+		{`readonly A=1; echo $A; B=2; echo $B`, false},
 	} {
 		got, stderr, code := fastRun(t, c.script)
 		routed := code == 2 && stderr != "" && stderrSays(stderr, "is not supported by the shell fast path")

@@ -84,7 +84,7 @@ var runaways = map[string][]string{
 	"touch":     {`while :; do touch f; done`},
 	"tr":        {`tr a b < /dev/zero > /dev/null`, `yes | tr y n > /dev/null`},
 	"tree":      {`tree loop`, `while :; do tree; done > /dev/null`},
-	"uname":     {`while :; do uname -a; done > /dev/null`},
+	"uname":     {`while :; do uname -s; done > /dev/null`},
 	"uniq":      {`uniq /dev/zero`, `yes | uniq`},
 	"wc":        {`wc /dev/zero`, `wc -l sparse`, `yes | wc -l`},
 	"which":     {`while :; do which ls; done > /dev/null`},

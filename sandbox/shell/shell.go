@@ -502,6 +502,9 @@ func unsupported(f *syntax.File) string {
 	if what == "" {
 		what = unboundRisk(f)
 	}
+	if what == "" {
+		what = staticRisk(f) // staticrisk.go
+	}
 	return what
 }
 
