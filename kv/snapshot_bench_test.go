@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				// the same run, on the same store.
 				legacy := func(i int) {
 					snapshotLinkHeld = true
+					before := maps.Clone(oldParts)
 					snapshotTrace = func(part string, d time.Duration) { oldParts[part] += d }
 					start := time.Now()
 					info, err := s.Snapshot(fmt.Sprintf("old%d", i))
@@ -75,6 +77,7 @@ func BenchmarkSnapshot(b *testing.B) {
 					}
 					old += time.Since(start)
 					oldHeld += info.Held
+					b.Logf("round %d: old way: snapshot %v, held %v (db %v, blobs %v)", i, time.Since(start), info.Held, oldParts["db"]-before["db"], oldParts["blobs"]-before["blobs"])
 					snapshotLinkHeld = false
 					snapshotTrace = func(part string, d time.Duration) { parts[part] += d }
 				}
@@ -86,16 +89,20 @@ func BenchmarkSnapshot(b *testing.B) {
 						legacy(i)
 						b.StartTimer()
 					}
+					before := maps.Clone(parts)
+					start := time.Now()
 					info, err := s.Snapshot(fmt.Sprintf("s%d", i))
 					if err != nil {
 						b.Fatal(err)
 					}
+					took := time.Since(start)
 					held += info.Held
 					b.StopTimer()
+					b.Logf("round %d: barrier: snapshot %v, held %v (db %v, blobs %v), links after %v", i, took, info.Held, parts["db"]-before["db"], parts["blobs"]-before["blobs"], parts["after"]-before["after"])
 					if i%2 == 1 {
 						legacy(i)
 					}
-					start := time.Now()
+					start = time.Now()
 					if err := s.Fork(filepath.Join(b.TempDir(), "fork"), fmt.Sprintf("s%d", i)); err != nil {
 						b.Fatal(err)
 					}
