@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -54,6 +55,10 @@ type blobStore struct {
 	dir    string
 	noSync bool
 	source BlobSource // blobs still to come (Options.Blobs); nil: none
+
+	// linking: a snapshot is linking the blobs of its point (see
+	// blobLinks); nil: none.
+	linking atomic.Pointer[blobLinks]
 
 	mu    sync.Mutex
 	open  map[uint64]*openBlob
@@ -103,6 +108,9 @@ type BlobSource interface {
 // it) if needed; release must be called when done with it. A blob file
 // that is absent is asked of the source, if there is one.
 func (bs *blobStore) acquire(ino uint64, create bool) (*os.File, func(), error) {
+	if create {
+		bs.barrier(ino)
+	}
 	f, release, err := bs.acquireLocal(ino, create)
 	if err != errBlobGone || bs.source == nil {
 		return f, release, err
@@ -221,6 +229,7 @@ func (bs *blobStore) written(ino uint64) {
 
 // remove deletes ino's blob. Readers that hold it open keep reading it.
 func (bs *blobStore) remove(ino uint64) error {
+	bs.barrier(ino)
 	if bs.source != nil {
 		bs.source.Drop(ino) // before the file goes: nothing brings it back
 	}

@@ -75,7 +75,8 @@ type pin struct {
 	f       *os.File
 	release func()
 	refs    int
-	writers int
+	// writers: changed under the inode's lock, read by a sync without it
+	writers atomic.Int32
 	// seen is the blob when the store last took its changes: written
 	// under the inode's lock, read by GetAttr without it (pins.seq)
 	seen atomic.Pointer[blobStat]
@@ -128,7 +129,7 @@ func (s *Store) PinBlob(ino uint64, write bool) (f *os.File, ok bool, err error)
 			return nil, false, err
 		}
 	}
-	if write && p.writers == 0 && a.Flags&FlagWriting == 0 {
+	if write && p.writers.Load() == 0 && a.Flags&FlagWriting == 0 {
 		// Recorded and with the system before the kernel writes a byte.
 		if err := s.commitPinned(&a, p, setWriting, nil); err == nil {
 			err = s.flushNow()
@@ -142,7 +143,7 @@ func (s *Store) PinBlob(ino uint64, write bool) (f *os.File, ok bool, err error)
 	}
 	p.refs++
 	if write {
-		p.writers++
+		p.writers.Add(1)
 	}
 	return p.f, true, nil
 }
@@ -223,14 +224,14 @@ func (s *Store) unpinBlob(actor *Actor, ino uint64, write bool) error {
 	}
 	p.refs--
 	if write {
-		p.writers--
+		p.writers.Add(-1)
 	}
 	if p.refs == 0 {
 		s.pins.seq.Add(1)
 		defer s.pins.seq.Add(1)
 	}
 	writing := keepWriting
-	if p.writers == 0 {
+	if p.writers.Load() == 0 {
 		writing = clearWriting
 	}
 	a, err := s.commitPin(ino, p, writing, actor)
@@ -262,7 +263,7 @@ func (s *Store) syncPinned(actor *Actor, ino uint64) error {
 	if err != nil {
 		return err
 	}
-	if p.writers > 0 {
+	if p.writers.Load() > 0 {
 		s.blobs.written(ino)
 	}
 	return s.commitPinned(&a, p, keepWriting, actor)
@@ -402,7 +403,7 @@ func (s *Store) writingPinned() {
 	s.pins.mu.Lock()
 	defer s.pins.mu.Unlock()
 	for ino, p := range s.pins.m {
-		if p.writers > 0 {
+		if p.writers.Load() > 0 {
 			s.blobs.written(ino)
 		}
 	}

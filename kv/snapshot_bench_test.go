@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,13 @@ import (
 // BenchmarkSnapshot takes snapshots of stores of 100 MB and 1 GB, in small
 // files (32 KiB: chunks in Pebble), big ones (8 MiB: blobs) or both
 // (mixed: a tenth of the bytes in small files, the rest in big ones), and
-// reports per snapshot the time changes were held off (held-ms), a fork
-// of it (fork-ms), and, once per store in the same run, `cp -a` of the
-// store directory (cp-ms). Run with:
+// reports per snapshot the time changes were held off (held-ms), split
+// into Pebble's checkpoint (held-db-ms) and the blobs' part (held-blobs-ms:
+// the copies of pinned blobs), the links made once changes go on
+// (links-after-ms), a fork of it (fork-ms), and, once per store in the
+// same run, `cp -a` of the store directory (cp-ms). The old- metrics are
+// snapshots taken in the same run as before the write barrier, every blob
+// linked while changes are held (snapshotLinkHeld). Run with:
 //
 //	go test -tags seccomp -run '^$' -bench Snapshot -benchtime 5x ./kv/
 //
@@ -52,16 +57,52 @@ func BenchmarkSnapshot(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer s.Close()
-				var held, fork time.Duration
+				var held, fork, old, oldHeld time.Duration
+				parts := map[string]time.Duration{}
+				oldParts := map[string]time.Duration{}
+				defer func() { snapshotTrace, snapshotLinkHeld = nil, false }()
+				// Each round also takes one snapshot the way they were
+				// taken before the write barrier (every blob linked while
+				// changes are held: snapshotLinkHeld), untimed, first on
+				// even rounds and last on odd ones: before and after in
+				// the same run, on the same store.
+				legacy := func(i int) {
+					snapshotLinkHeld = true
+					before := maps.Clone(oldParts)
+					snapshotTrace = func(part string, d time.Duration) { oldParts[part] += d }
+					start := time.Now()
+					info, err := s.Snapshot(fmt.Sprintf("old%d", i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					old += time.Since(start)
+					oldHeld += info.Held
+					b.Logf("round %d: old way: snapshot %v, held %v (db %v, blobs %v)", i, time.Since(start), info.Held, oldParts["db"]-before["db"], oldParts["blobs"]-before["blobs"])
+					snapshotLinkHeld = false
+					snapshotTrace = func(part string, d time.Duration) { parts[part] += d }
+				}
+				snapshotTrace = func(part string, d time.Duration) { parts[part] += d }
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
+					if i%2 == 0 {
+						b.StopTimer()
+						legacy(i)
+						b.StartTimer()
+					}
+					before := maps.Clone(parts)
+					start := time.Now()
 					info, err := s.Snapshot(fmt.Sprintf("s%d", i))
 					if err != nil {
 						b.Fatal(err)
 					}
+					took := time.Since(start)
 					held += info.Held
 					b.StopTimer()
-					start := time.Now()
+					b.Logf("round %d: barrier: snapshot %v, held %v (db %v, blobs %v), links after %v", i, took, info.Held, parts["db"]-before["db"], parts["blobs"]-before["blobs"], parts["after"]-before["after"])
+					if i%2 == 1 {
+						legacy(i)
+					}
+					start = time.Now()
 					if err := s.Fork(filepath.Join(b.TempDir(), "fork"), fmt.Sprintf("s%d", i)); err != nil {
 						b.Fatal(err)
 					}
@@ -71,6 +112,13 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.StopTimer()
 				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 				b.ReportMetric(ms(held), "held-ms")
+				b.ReportMetric(ms(parts["db"]), "held-db-ms")
+				b.ReportMetric(ms(parts["blobs"]), "held-blobs-ms")
+				b.ReportMetric(ms(parts["after"]), "links-after-ms")
+				b.ReportMetric(ms(old), "old-snapshot-ms")
+				b.ReportMetric(ms(oldHeld), "old-held-ms")
+				b.ReportMetric(ms(oldParts["db"]), "old-held-db-ms")
+				b.ReportMetric(ms(oldParts["blobs"]), "old-held-blobs-ms")
 				b.ReportMetric(ms(fork), "fork-ms")
 				b.ReportMetric(float64(cp.Microseconds())/1000, "cp-ms")
 			})

@@ -161,6 +161,7 @@ type Store struct {
 	opts   Options    // as Open completed them, for the reopen after a rollback
 	gate   gate       // every exported method passes it (gate.go)
 	rollMu sync.Mutex // one rollback at a time
+	snapMu sync.Mutex // one checkpoint at a time (their blobs' write barrier)
 }
 
 // Open opens the store in dir, creating a new empty one if dir does not

@@ -1,0 +1,107 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// The blobs of a snapshot are linked after changes go on, behind a write
+// barrier, so that the moment changes are held off does not grow with the
+// number of blobs:
+//
+//   - while changes are held off, the snapshot copies the pinned blobs
+//     (the kernel writes those without asking, so no barrier can stop it),
+//     marks every open blob not own (acquireOwn looks again) and installs
+//     a blobLinks as blobStore.linking: from then on, every blob file that
+//     is in blobs/ and not in done is as it was at the snapshot's point;
+//   - every change to a blob file (a write, truncate, punch or pin, which
+//     go through acquireOwn; a removal; a creation) first calls barrier,
+//     which links the file into the snapshot if it is not done yet (a
+//     removal or a creation of a file that is not there links nothing),
+//     and marks it done: the snapshot gets the file before the change;
+//   - once changes go on, the snapshot walks blobs/ and links each blob
+//     that is not done, under the same mutex.
+//
+// A writer therefore waits, at most, for one link (or, across file
+// systems, one copy) of the blob it is about to change.
+type blobLinks struct {
+	dir string // the snapshot's blobs/
+
+	mu   sync.Mutex
+	done map[uint64]bool // linked, copied while held, or changed since the point
+	err  error           // the first link that failed: the snapshot fails
+}
+
+// startLinking is the blobs' part of a checkpoint while changes are held
+// off: the pinned blobs are copied into dir, and the links of the others
+// left to linkRest, behind the barrier it installs.
+func (s *Store) startLinking(dir string) (*blobLinks, error) {
+	l := &blobLinks{dir: dir, done: make(map[uint64]bool)}
+	s.pins.mu.Lock()
+	pinned := make(map[uint64]*pin, len(s.pins.m))
+	for ino, p := range s.pins.m {
+		pinned[ino] = p
+	}
+	s.pins.mu.Unlock()
+	s.blobs.mu.Lock()
+	for _, ob := range s.blobs.open {
+		ob.own = false // the snapshot shares them (soon): acquireOwn looks again
+	}
+	s.blobs.mu.Unlock()
+	s.blobs.linking.Store(l)
+	for ino, p := range pinned {
+		l.done[ino] = true
+		name := strconv.FormatUint(ino, 16)
+		if err := copyBlobFile(p.f, filepath.Join(dir, name), false); err != nil {
+			return nil, fmt.Errorf("blob of inode %d: %w", ino, err)
+		}
+	}
+	return l, nil
+}
+
+// barrier is called before ino's blob file is changed, replaced, created
+// or removed: a snapshot still linking its blobs links it first.
+func (bs *blobStore) barrier(ino uint64) {
+	if l := bs.linking.Load(); l != nil {
+		l.link(bs.dir, ino)
+	}
+}
+
+// link links ino's blob from blobs into the snapshot unless it is done,
+// and marks it done.
+func (l *blobLinks) link(blobs string, ino uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done[ino] {
+		return
+	}
+	l.done[ino] = true
+	name := strconv.FormatUint(ino, 16)
+	err := linkOrCopy(filepath.Join(blobs, name), filepath.Join(l.dir, name))
+	if err != nil && !errors.Is(err, os.ErrNotExist) && l.err == nil {
+		l.err = fmt.Errorf("blob of inode %d: %w", ino, err)
+	}
+}
+
+// linkRest links every blob of blobs that no writer has touched since the
+// snapshot's point, and returns the first error of any link.
+func (l *blobLinks) linkRest(blobs string) error {
+	entries, err := os.ReadDir(blobs)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		ino, err := strconv.ParseUint(e.Name(), 16, 64)
+		if err != nil {
+			continue // not a blob (a copy under way is .cow-)
+		}
+		l.link(blobs, ino)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
