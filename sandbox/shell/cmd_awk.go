@@ -63,6 +63,10 @@ opts:
 // Go stack that overflows ends the daemon (a 200 KB program did).
 const maxAwkOperators = 4096
 
+// maxJqOperators bounds the operator characters of a jq filter (see
+// tooManyOperators): a filter agents write has tens.
+const maxJqOperators = 2048
+
 func cmdAwk(c *cmd) int {
 	args := c.args[1:]
 	var vars []string

@@ -51,6 +51,9 @@ var stackBombs = []string{
 	deepFile(100000, "!", "p", "1") + `awk "BEGIN { print $(cat p) }"`,
 	deepFile(50000, "1?1:", "p", "1") + `awk "BEGIN { print $(cat p) }"`,
 	deepFile(100000, "-", "p", "1") + `awk "BEGIN { print $(cat p) }"`,
+	deepFile(100000, "1+", "p", "1") + `jq -n "$(cat p)"`,
+	deepFile(100000, "1,", "p", "1") + `jq -n "[$(cat p)] | length"`,
+	deepFile(3000, "1+", "p", "1") + `echo null | jq "$(cat p)"`,
 	// scripts made at run time: eval, sh -c, source, a script file, trap
 	deepArgs(1000000, "!") + `eval "[[ $x 1 ]]"`,
 	deepFile(1000000, "1+", "p", "1") + `eval "echo \$(( $(cat p) ))"`,
