@@ -41,17 +41,7 @@ type blobLinks struct {
 // left to linkRest, behind the barrier it installs.
 func (s *Store) startLinking(dir string) (*blobLinks, error) {
 	l := &blobLinks{dir: dir, done: make(map[uint64]bool)}
-	s.pins.mu.Lock()
-	pinned := make(map[uint64]*pin, len(s.pins.m))
-	for ino, p := range s.pins.m {
-		pinned[ino] = p
-	}
-	s.pins.mu.Unlock()
-	s.blobs.mu.Lock()
-	for _, ob := range s.blobs.open {
-		ob.own = false // the snapshot shares them (soon): acquireOwn looks again
-	}
-	s.blobs.mu.Unlock()
+	pinned := s.shareBlobs()
 	s.blobs.linking.Store(l)
 	for ino, p := range pinned {
 		l.done[ino] = true
@@ -104,4 +94,24 @@ func (l *blobLinks) linkRest(blobs string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
+}
+
+// shareBlobs readies the blobs for a snapshot that is to share them: it
+// returns the pinned ones (the kernel may write them, so they are copied,
+// not linked) and marks every open blob as no longer its store's own, so
+// that acquireOwn looks again before the next write. Every change is held
+// off.
+func (s *Store) shareBlobs() map[uint64]*pin {
+	s.pins.mu.Lock()
+	pinned := make(map[uint64]*pin, len(s.pins.m))
+	for ino, p := range s.pins.m {
+		pinned[ino] = p
+	}
+	s.pins.mu.Unlock()
+	s.blobs.mu.Lock()
+	for _, ob := range s.blobs.open {
+		ob.own = false
+	}
+	s.blobs.mu.Unlock()
+	return pinned
 }

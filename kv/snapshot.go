@@ -301,17 +301,7 @@ func (s *Store) linkBlobs(dir string) error {
 	if err != nil {
 		return err
 	}
-	s.pins.mu.Lock()
-	pinned := make(map[uint64]*pin, len(s.pins.m))
-	for ino, p := range s.pins.m {
-		pinned[ino] = p
-	}
-	s.pins.mu.Unlock()
-	s.blobs.mu.Lock()
-	for _, ob := range s.blobs.open {
-		ob.own = false // linked now: acquireOwn looks again
-	}
-	s.blobs.mu.Unlock()
+	pinned := s.shareBlobs()
 	for _, e := range entries {
 		ino, err := strconv.ParseUint(e.Name(), 16, 64)
 		if err != nil {
