@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/internal/benchtab"
-	"github.com/computerfs/computerfs/internal/testmount"
 )
 
 // checkpointBenchCommands are agent commands on the fast path, in the
@@ -63,15 +61,7 @@ func BenchmarkCheckpointCost(b *testing.B) {
 	dir := b.TempDir()
 	base := "sources:\n  - path: /README.md\n    content: bench\n"
 	start := func(name, yaml string) *computerfs.Client {
-		file := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		m := testmount.StartPlain(b, filepath.Join(dir, name), "--spec", file, "--no-sandbox")
-		c, err := computerfs.Dial(m.Dir)
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, c := benchMountSpec(b, dir, name, yaml)
 		return c
 	}
 	names := []string{"checkpoint: off", "checkpoint: each-call"}

@@ -55,15 +55,7 @@ func BenchmarkPolicyMount(b *testing.B) {
 	dir := b.TempDir()
 	base := "sources:\n  - path: /README\n    content: bench\n"
 	start := func(name, yaml string) (*testmount.Mount, computerfs.Agent) {
-		file := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		m := testmount.StartPlain(b, filepath.Join(dir, name), "--spec", file, "--no-sandbox")
-		c, err := computerfs.Dial(m.Dir)
-		if err != nil {
-			b.Fatal(err)
-		}
+		m, c := benchMountSpec(b, dir, name, yaml)
 		st, err := c.Status(context.Background())
 		if err != nil {
 			b.Fatal(err)
@@ -183,3 +175,19 @@ func daemonCPU(b *testing.B, pid int) time.Duration {
 
 // mountSample is one timed run.
 type mountSample struct{ wall, cpu time.Duration }
+
+// benchMountSpec mounts a new workspace of the spec yaml (written to
+// dir/name.yaml, its store dir/name), without a sandbox, and dials it.
+func benchMountSpec(b *testing.B, dir, name, yaml string) (*testmount.Mount, *computerfs.Client) {
+	b.Helper()
+	file := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	m := testmount.StartPlain(b, filepath.Join(dir, name), "--spec", file, "--no-sandbox")
+	c, err := computerfs.Dial(m.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, c
+}
