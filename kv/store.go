@@ -357,7 +357,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 				s.cuts.flushes.Add(1) // before the flush's tables join the version (ckptcut.go)
 				s.memtablesChanged()
 			},
-			FlushEnd:   func(pebble.FlushInfo) { s.memtablesChanged() },
+			FlushEnd: func(pebble.FlushInfo) { s.memtablesChanged() },
 			// A flush or compaction that failed is tried again at once;
 			// one that failed for want of space would spin.
 			BackgroundError: s.backgroundError,
