@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/tools"
+	"golang.org/x/sys/unix"
 )
 
 // Automatic checkpoints (the policy's `checkpoint: each-call`). Before
@@ -51,15 +53,40 @@ type checkpointer struct {
 
 	mu      sync.Mutex     // one Checkpoint at a time
 	closed  bool           // the store is closing; guarded by mu
-	pending sync.WaitGroup // finishes (syncs, renames) under way
+	pending sync.WaitGroup // checkpoints cut and not yet in place, and after calls under way
 	pruneMu sync.Mutex
+
+	// The writing of checkpoints cut (their finish) waits until no call
+	// has run for ckptIdle, or ckptMaxPending are waiting, or someone
+	// needs them (wait, close): calls back to back do not share the
+	// machine with it.
+	qmu     sync.Mutex
+	queue   []func()
+	calls   int       // calls running
+	lastEnd time.Time // when the last call ended
+	waiters int       // callers of wait: write them now
+	worker  bool      // the writer goroutine runs
+	kick    chan struct{}
 }
+
+// ioprio_set(2): IOPRIO_WHO_PROCESS, and IOPRIO_CLASS_IDLE (3) shifted
+// by IOPRIO_CLASS_SHIFT (13).
+const (
+	ioprioWhoProcess = 1
+	ioprioIdle       = 3 << 13
+)
+
+// ckptIdle and ckptMaxPending: see checkpointer.queue.
+const (
+	ckptIdle       = 50 * time.Millisecond
+	ckptMaxPending = 32
+)
 
 func newCheckpointer(st *kv.Store, p *spec.Policy, log *slog.Logger) *checkpointer {
 	if !p.EachCall() {
 		return nil
 	}
-	return &checkpointer{st: st, keep: p.CheckpointKeep(), maxAge: p.CheckpointMaxAge(), log: log}
+	return &checkpointer{st: st, keep: p.CheckpointKeep(), maxAge: p.CheckpointMaxAge(), log: log, kick: make(chan struct{}, 1)}
 }
 
 // before takes the checkpoint for a call about to run (label says which)
@@ -69,6 +96,9 @@ func (c *checkpointer) before(label string) string {
 	if c == nil {
 		return ""
 	}
+	c.qmu.Lock()
+	c.calls++
+	c.qmu.Unlock()
 	return c.take("before " + label)
 }
 
@@ -86,16 +116,78 @@ func (c *checkpointer) take(label string) string {
 	}
 	if finish != nil {
 		c.pending.Add(1)
-		go func() {
+		c.enqueue(func() {
 			defer c.pending.Done()
 			if err := finish(); err != nil {
 				c.log.Warn("checkpoint: not kept", "name", info.Name, "err", err)
 				return
 			}
 			c.prune()
-		}()
+		})
 	}
 	return info.Name
+}
+
+// enqueue queues a checkpoint's finish for the writer goroutine.
+func (c *checkpointer) enqueue(f func()) {
+	c.qmu.Lock()
+	c.queue = append(c.queue, f)
+	start := !c.worker
+	c.worker = true
+	c.qmu.Unlock()
+	if start {
+		go c.writer()
+	}
+	c.poke()
+}
+
+func (c *checkpointer) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writer runs the queued finishes when their time comes (see queue), in
+// order, and ends when the queue is empty. It runs on a thread of its own
+// at the lowest CPU and I/O priority (the thread ends with it), so that
+// the calls that run meanwhile go first.
+func (c *checkpointer) writer() {
+	runtime.LockOSThread() // never unlocked: the thread goes with its priority
+	tid := unix.Gettid()
+	unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
+	unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(tid), ioprioIdle)
+	for {
+		c.qmu.Lock()
+		if len(c.queue) == 0 {
+			c.worker = false
+			c.qmu.Unlock()
+			return
+		}
+		idle := time.Duration(0)
+		if c.calls == 0 {
+			idle = time.Since(c.lastEnd)
+		}
+		var run []func()
+		if c.waiters > 0 || len(c.queue) >= ckptMaxPending || idle >= ckptIdle {
+			run, c.queue = c.queue, nil
+		}
+		c.qmu.Unlock()
+		if run == nil {
+			wait := ckptIdle
+			if idle > 0 {
+				wait -= idle
+			}
+			select {
+			case <-c.kick:
+			case <-time.After(wait):
+			}
+			continue
+		}
+		for _, f := range run {
+			f()
+		}
+	}
 }
 
 // after is called when the call label ended: the checkpoint of the state
@@ -104,6 +196,10 @@ func (c *checkpointer) after(label string) {
 	if c == nil {
 		return
 	}
+	c.qmu.Lock()
+	c.calls--
+	c.lastEnd = time.Now()
+	c.qmu.Unlock()
 	c.pending.Add(1)
 	go func() {
 		defer c.pending.Done()
@@ -111,8 +207,8 @@ func (c *checkpointer) after(label string) {
 	}()
 }
 
-// close waits for the checkpoints under way and takes no more: the store
-// is about to close.
+// close writes the checkpoints under way and takes no more: the store is
+// about to close.
 func (c *checkpointer) close() {
 	if c == nil {
 		return
@@ -120,14 +216,22 @@ func (c *checkpointer) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	c.pending.Wait()
+	c.wait()
 }
 
 // wait waits for the checkpoints being taken to be in place.
 func (c *checkpointer) wait() {
-	if c != nil {
-		c.pending.Wait()
+	if c == nil {
+		return
 	}
+	c.qmu.Lock()
+	c.waiters++
+	c.qmu.Unlock()
+	c.poke()
+	c.pending.Wait()
+	c.qmu.Lock()
+	c.waiters--
+	c.qmu.Unlock()
 }
 
 func (c *checkpointer) prune() {

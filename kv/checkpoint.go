@@ -39,10 +39,16 @@ import (
 // calls go on. A crash before the rename leaves a .tmp- directory that
 // the next open removes.
 
-// checkpointFlushAt: before a checkpoint, a memtable larger than this is
-// written to a table, so that each checkpoint's copy of the log is at most
-// about this big (a snapshot allows 4 MiB: it is taken far less often).
-const checkpointFlushAt = 1 << 20
+// checkpointFlushAt: after a checkpoint has its copy of the log, a
+// memtable larger than this is written to a table (in the background), so
+// that each checkpoint's copy of the log is about this big at most (a
+// snapshot allows 4 MiB: it is taken far less often); checkpointPreFlushAt:
+// one larger than this is written to a table before the cut (when the
+// flushes after could not keep up).
+const (
+	checkpointFlushAt    = 1 << 20
+	checkpointPreFlushAt = 8 << 20
+)
 
 var checkpointRe = regexp.MustCompile(`^@[0-9]{1,20}$`)
 
@@ -113,7 +119,7 @@ func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() err
 		return CheckpointInfo{}, nil, err
 	}
 	tmp := filepath.Join(root, fmt.Sprintf(".tmp-@%d-%d", os.Getpid(), checkpointTmp.Add(1)))
-	c, err := s.takeCut(tmp, checkpointFlushAt)
+	c, err := s.takeCut(tmp, checkpointPreFlushAt, checkpointFlushAt)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return CheckpointInfo{}, nil, fmt.Errorf("checkpoint: %w", err)

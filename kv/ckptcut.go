@@ -83,6 +83,7 @@ type cut struct {
 	snap    *pebble.Snapshot
 	links   *blobLinks
 	dbDone  bool // db/ was written while changes were held (snapshotPebbleHeld)
+	flushAt uint64
 
 	mu       sync.Mutex
 	captured bool // capture released
@@ -104,22 +105,20 @@ var (
 
 // takeCut cuts a checkpoint of the store's current state into the new
 // directory dst; materializeCut must then be called (from any goroutine).
-// A memtable past flushAt is written to a table first (before changes
-// are held), so that the checkpoint's copy of the log stays small.
-func (s *Store) takeCut(dst string, flushAt uint64) (*cut, error) {
+// A memtable past preFlushAt is written to a table first (before changes
+// are held), so that the checkpoint's copy of the log stays small; one
+// past flushAt is written to a table once the checkpoint has its copy
+// (by materializeCut, in the background), so that the next checkpoint's
+// copy is small without the cut waiting for a flush.
+func (s *Store) takeCut(dst string, preFlushAt, flushAt uint64) (*cut, error) {
 	if s.closed.Load() {
 		return nil, errors.New("store is closed")
 	}
 	if err := s.space.check(0); err != nil {
 		return nil, err
 	}
-	if s.db.Metrics().MemTable.Size > flushAt {
-		s.cuts.capture.Lock()
-		err := s.db.Flush()
-		s.cuts.capture.Unlock()
-		if err != nil {
-			return nil, err
-		}
+	if err := s.flushFor(preFlushAt, true); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
 		return nil, err
@@ -130,7 +129,7 @@ func (s *Store) takeCut(dst string, flushAt uint64) (*cut, error) {
 			return nil, fmt.Errorf("the blobs still being fetched: %w", err)
 		}
 	}
-	c := &cut{dst: dst}
+	c := &cut{dst: dst, flushAt: flushAt}
 	c.marker = fmt.Appendf(nil, "computerfs cut %d.%d.%d", os.Getpid(), time.Now().UnixNano(), s.cuts.markers.Add(1))
 	s.cuts.capture.RLock()
 	release := s.holdChanges()
@@ -224,6 +223,9 @@ func (s *Store) materializeLocked(c *cut) error {
 		if err != nil {
 			return err
 		}
+		if err := s.flushFor(c.flushAt, false); err != nil {
+			return err
+		}
 		found := false
 		if clean && !cutForceCopy {
 			if found, err = cutLog(db, c.marker); err != nil {
@@ -245,6 +247,39 @@ func (s *Store) materializeLocked(c *cut) error {
 	t := time.Now()
 	err := c.links.linkRest(s.blobs.dir)
 	snapshotTraced("after", time.Since(t))
+	return err
+}
+
+// flushFor writes Pebble's memtable to a table if it holds more than at
+// bytes (at 0: never), unless a cut waits for Pebble's checkpoint (its
+// tables must hold nothing from after it: the flush waits for a later
+// call, rather than for that checkpoint). Cuts are held off only until
+// Pebble has begun the flush (a cut counts the flushes begun before it:
+// this one holds only memtables from before it), not for the flush's
+// writes; wait says to wait for those too.
+func (s *Store) flushFor(at uint64, wait bool) error {
+	if at == 0 || s.db.Metrics().MemTable.Size <= at {
+		return nil
+	}
+	if !s.cuts.capture.TryLock() {
+		return nil
+	}
+	begun := s.cuts.flushes.Load()
+	done, err := s.db.AsyncFlush()
+	if err == nil {
+		for s.cuts.flushes.Load() == begun {
+			select {
+			case <-done:
+			case <-time.After(50 * time.Microsecond):
+				continue
+			}
+			break
+		}
+	}
+	s.cuts.capture.Unlock()
+	if err == nil && wait {
+		<-done
+	}
 	return err
 }
 

@@ -150,7 +150,7 @@ func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
 // snapshot links are never written again, a shared blob being copied
 // first, so syncing them later makes durable what they held now).
 func (s *Store) checkpoint(dst string, flushAt uint64) (time.Duration, uint64, error) {
-	c, err := s.takeCut(dst, flushAt)
+	c, err := s.takeCut(dst, flushAt, 0)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -350,7 +350,7 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		ErrorIfNotExists:   !fresh,
 		// Two background jobs: a flush and a compaction can run together.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
-		MaxManifestFileSize:        256 << 10,
+		MaxManifestFileSize:        32 << 10, // see manifestRotateAt
 		// Memtables are made and freed around flushes.
 		EventListener: &pebble.EventListener{
 			FlushBegin: func(pebble.FlushInfo) {
