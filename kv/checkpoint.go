@@ -45,10 +45,9 @@ import (
 // snapshot allows 4 MiB: it is taken far less often); checkpointPreFlushAt:
 // one larger than this is written to a table before the cut (when the
 // flushes after could not keep up).
-const (
-	checkpointFlushAt    = 1 << 20
-	checkpointPreFlushAt = 8 << 20
-)
+const checkpointFlushAt = 1 << 20
+
+var checkpointPreFlushAt uint64 = 8 << 20 // a variable for tests
 
 var checkpointRe = regexp.MustCompile(`^@[0-9]{1,20}$`)
 

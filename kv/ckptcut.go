@@ -117,8 +117,13 @@ func (s *Store) takeCut(dst string, preFlushAt, flushAt uint64) (*cut, error) {
 	if err := s.space.check(0); err != nil {
 		return nil, err
 	}
-	if err := s.flushFor(preFlushAt, true); err != nil {
-		return nil, err
+	if preFlushAt > 0 && s.db.Metrics().MemTable.Size > preFlushAt {
+		// Cuts waiting for their materialization hold the flush off (it
+		// would send them to copySnapshot): they are written first.
+		s.materializeAll()
+		if err := s.flushFor(preFlushAt, true); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
 		return nil, err

@@ -15,11 +15,17 @@ import (
 // snapshot), with every materialization written that way, and with a
 // rollback of the store in between (which writes the pending cuts first).
 func TestCheckpointCut(t *testing.T) {
-	for _, mode := range []string{"log", "flush", "copy", "rollback"} {
+	for _, mode := range []string{"log", "flush", "copy", "rollback", "preflush"} {
 		t.Run(mode, func(t *testing.T) {
-			if mode == "copy" {
+			switch mode {
+			case "copy":
 				cutForceCopy = true
 				defer func() { cutForceCopy = false }()
+			case "preflush":
+				// The memtable passes the bound before a cut while others
+				// wait: they are written before the flush, from their logs.
+				checkpointPreFlushAt = 32 << 10
+				defer func() { checkpointPreFlushAt = 8 << 20 }()
 			}
 			s := openSnapStore(t, filepath.Join(t.TempDir(), "store"))
 			small := mkfile(t, s, RootIno, "small").Ino // chunks (under the 16 KiB blob threshold)
@@ -31,6 +37,11 @@ func TestCheckpointCut(t *testing.T) {
 				write(t, s, big, 0, b)
 			}
 			set(1)
+			if mode == "preflush" {
+				if err := s.db.Flush(); err != nil { // an empty memtable to start from
+					t.Fatal(err)
+				}
+			}
 			if mode == "rollback" {
 				if _, err := s.Snapshot("base"); err != nil {
 					t.Fatal(err)
@@ -42,7 +53,7 @@ func TestCheckpointCut(t *testing.T) {
 				v      byte
 			}
 			var cuts []pending
-			copies := cutCopies.Load()
+			copies, flushes := cutCopies.Load(), s.cuts.flushes.Load()
 			for v := byte(1); v <= 3; v++ {
 				info, finish, err := s.Checkpoint(fmt.Sprint(v))
 				if err != nil || finish == nil {
@@ -50,6 +61,15 @@ func TestCheckpointCut(t *testing.T) {
 				}
 				cuts = append(cuts, pending{info, finish, v})
 				set(v + 1) // after the cut, before its materialization
+				if mode == "preflush" { // more than the bound, under the blob threshold
+					for i := range 3 {
+						ino := mkfile(t, s, RootIno, fmt.Sprint("pad", v, i)).Ino
+						write(t, s, ino, 0, pattern(v, 12<<10))
+					}
+				}
+			}
+			if n := s.cuts.flushes.Load() - flushes; mode == "preflush" && n < 2 {
+				t.Errorf("%d flushes before the cuts, with the memtable past the bound before the last two", n)
 			}
 			// Changes of every kind after the last cut.
 			mkfile(t, s, RootIno, "new")
@@ -72,7 +92,7 @@ func TestCheckpointCut(t *testing.T) {
 				}
 			}
 			switch n := cutCopies.Load() - copies; {
-			case mode == "log" || mode == "rollback":
+			case mode == "log" || mode == "rollback" || mode == "preflush":
 				if n != 0 {
 					t.Errorf("%d checkpoints written key by key, want none", n)
 				}
