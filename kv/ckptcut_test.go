@@ -60,7 +60,7 @@ func TestCheckpointCut(t *testing.T) {
 					t.Fatalf("Checkpoint %d: %v (finish %v)", v, err, finish != nil)
 				}
 				cuts = append(cuts, pending{info, finish, v})
-				set(v + 1) // after the cut, before its materialization
+				set(v + 1)              // after the cut, before its materialization
 				if mode == "preflush" { // more than the bound, under the blob threshold
 					for i := range 3 {
 						ino := mkfile(t, s, RootIno, fmt.Sprint("pad", v, i)).Ino
