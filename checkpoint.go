@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/spec"
 	"github.com/computerfs/computerfs/tools"
-	"golang.org/x/sys/unix"
 )
 
 // Automatic checkpoints (the policy's `checkpoint: each-call`). Before
@@ -68,13 +66,6 @@ type checkpointer struct {
 	worker  bool      // the writer goroutine runs
 	kick    chan struct{}
 }
-
-// ioprio_set(2): IOPRIO_WHO_PROCESS, and IOPRIO_CLASS_IDLE (3) shifted
-// by IOPRIO_CLASS_SHIFT (13).
-const (
-	ioprioWhoProcess = 1
-	ioprioIdle       = 3 << 13
-)
 
 // ckptIdle and ckptMaxPending: see checkpointer.queue.
 const (
@@ -149,14 +140,10 @@ func (c *checkpointer) poke() {
 }
 
 // writer runs the queued finishes when their time comes (see queue), in
-// order, and ends when the queue is empty. It runs on a thread of its own
-// at the lowest CPU and I/O priority (the thread ends with it), so that
-// the calls that run meanwhile go first.
+// order, and ends when the queue is empty. (Not at a lower priority: it
+// takes Pebble's locks that calls wait for, and a thread at nice 19 on a
+// busy machine holding one would hold the calls.)
 func (c *checkpointer) writer() {
-	runtime.LockOSThread() // never unlocked: the thread goes with its priority
-	tid := unix.Gettid()
-	unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
-	unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(tid), ioprioIdle)
 	for {
 		c.qmu.Lock()
 		if len(c.queue) == 0 {
