@@ -26,11 +26,11 @@ import (
 //   - nothing but a look at the journal's end (a stat) when nothing
 //     changed since the last checkpoint: calls that only read share it;
 //   - when a call changed something, the checkpoint of the state it left
-//     is taken as soon as it returns, in the background, so that the
-//     next call finds it ready; a call that starts before that is done
-//     waits for the part that holds changes off (Pebble's links and its
-//     log's copy, the blobs' links: about a millisecond for a small
-//     workspace), never for the syncs, which run behind.
+//     is cut as soon as it returns, in the background (kv's cut: changes
+//     held for some tens of microseconds); a call that starts before
+//     that waits for the cut, never for the writing of the checkpoint
+//     (Pebble's checkpoint, the blobs' links, the syncs and the rename),
+//     which waits until the workspace is idle (see checkpointer.queue).
 //
 // Retention: after each new checkpoint the oldest past the policy's
 // keep count (default 100) or older than its max_age (default 24h) are
