@@ -22,14 +22,16 @@ import (
 // sequence of batches, kept under STORE/snapshots/NAME/ as a database
 // directory (db/) and a blobs directory (blobs/) that no process opens:
 //
-//   - Snapshot holds off every change for the moment it takes: nsMu (the
-//     namespace), every inode stripe (data, attributes and the blob writes
-//     made under them) and usageMu for writing (every commit holds it for
-//     reading), so no batch is under way and no blob is half written by
-//     the daemon. Pebble's Checkpoint then hard-links the immutable tables
-//     and copies the manifest and the write-ahead log (small: a memtable
-//     past snapshotFlushAt is written to a table first), and each blob is
-//     hard-linked;
+//   - Snapshot holds off every change for a moment (the cut, ckptcut.go):
+//     nsMu (the namespace), every inode stripe (data, attributes and the
+//     blob writes made under them) and usageMu for writing (every commit
+//     holds it for reading), so no batch is under way and no blob is half
+//     written by the daemon; a marker goes to Pebble's log and the blobs'
+//     barrier is installed. Once changes go on, Pebble's Checkpoint
+//     hard-links the immutable tables and copies the manifest and the
+//     write-ahead log (small: a memtable past snapshotFlushAt is written
+//     to a table first), cut at the marker, and each blob is hard-linked
+//     (snaplink.go);
 //   - a blob file with more than one link is copied before the store
 //     writes it (acquireOwn), so the snapshot never sees a later write:
 //     copy-on-write at the granularity of a blob;
