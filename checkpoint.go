@@ -26,11 +26,11 @@ import (
 //   - nothing but a look at the journal's end (a stat) when nothing
 //     changed since the last checkpoint: calls that only read share it;
 //   - when a call changed something, the checkpoint of the state it left
-//     is taken as soon as it returns, in the background, so that the
-//     next call finds it ready; a call that starts before that is done
-//     waits for the part that holds changes off (Pebble's links and its
-//     log's copy, the blobs' links: about a millisecond for a small
-//     workspace), never for the syncs, which run behind.
+//     is cut as soon as it returns, in the background (kv's cut: changes
+//     held for some tens of microseconds); a call that starts before
+//     that waits for the cut, never for the writing of the checkpoint
+//     (Pebble's checkpoint, the blobs' links, the syncs and the rename),
+//     which waits until the workspace is idle (see checkpointer.queue).
 //
 // Retention: after each new checkpoint the oldest past the policy's
 // keep count (default 100) or older than its max_age (default 24h) are
@@ -51,15 +51,33 @@ type checkpointer struct {
 
 	mu      sync.Mutex     // one Checkpoint at a time
 	closed  bool           // the store is closing; guarded by mu
-	pending sync.WaitGroup // finishes (syncs, renames) under way
+	pending sync.WaitGroup // checkpoints cut and not yet in place, and after calls under way
 	pruneMu sync.Mutex
+
+	// The writing of checkpoints cut (their finish) waits until no call
+	// has run for ckptIdle, or ckptMaxPending are waiting, or someone
+	// needs them (wait, close): calls back to back do not share the
+	// machine with it.
+	qmu     sync.Mutex
+	queue   []func()
+	calls   int       // calls running
+	lastEnd time.Time // when the last call ended
+	waiters int       // callers of wait: write them now
+	worker  bool      // the writer goroutine runs
+	kick    chan struct{}
 }
+
+// ckptIdle and ckptMaxPending: see checkpointer.queue.
+const (
+	ckptIdle       = 50 * time.Millisecond
+	ckptMaxPending = 32
+)
 
 func newCheckpointer(st *kv.Store, p *spec.Policy, log *slog.Logger) *checkpointer {
 	if !p.EachCall() {
 		return nil
 	}
-	return &checkpointer{st: st, keep: p.CheckpointKeep(), maxAge: p.CheckpointMaxAge(), log: log}
+	return &checkpointer{st: st, keep: p.CheckpointKeep(), maxAge: p.CheckpointMaxAge(), log: log, kick: make(chan struct{}, 1)}
 }
 
 // before takes the checkpoint for a call about to run (label says which)
@@ -69,6 +87,9 @@ func (c *checkpointer) before(label string) string {
 	if c == nil {
 		return ""
 	}
+	c.qmu.Lock()
+	c.calls++
+	c.qmu.Unlock()
 	return c.take("before " + label)
 }
 
@@ -86,16 +107,74 @@ func (c *checkpointer) take(label string) string {
 	}
 	if finish != nil {
 		c.pending.Add(1)
-		go func() {
+		c.enqueue(func() {
 			defer c.pending.Done()
 			if err := finish(); err != nil {
 				c.log.Warn("checkpoint: not kept", "name", info.Name, "err", err)
 				return
 			}
 			c.prune()
-		}()
+		})
 	}
 	return info.Name
+}
+
+// enqueue queues a checkpoint's finish for the writer goroutine.
+func (c *checkpointer) enqueue(f func()) {
+	c.qmu.Lock()
+	c.queue = append(c.queue, f)
+	start := !c.worker
+	c.worker = true
+	c.qmu.Unlock()
+	if start {
+		go c.writer()
+	}
+	c.poke()
+}
+
+func (c *checkpointer) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writer runs the queued finishes when their time comes (see queue), in
+// order, and ends when the queue is empty. (Not at a lower priority: it
+// takes Pebble's locks that calls wait for, and a thread at nice 19 on a
+// busy machine holding one would hold the calls.)
+func (c *checkpointer) writer() {
+	for {
+		c.qmu.Lock()
+		if len(c.queue) == 0 {
+			c.worker = false
+			c.qmu.Unlock()
+			return
+		}
+		idle := time.Duration(0)
+		if c.calls == 0 {
+			idle = time.Since(c.lastEnd)
+		}
+		var run []func()
+		if c.waiters > 0 || len(c.queue) >= ckptMaxPending || idle >= ckptIdle {
+			run, c.queue = c.queue, nil
+		}
+		c.qmu.Unlock()
+		if run == nil {
+			wait := ckptIdle
+			if idle > 0 {
+				wait -= idle
+			}
+			select {
+			case <-c.kick:
+			case <-time.After(wait):
+			}
+			continue
+		}
+		for _, f := range run {
+			f()
+		}
+	}
 }
 
 // after is called when the call label ended: the checkpoint of the state
@@ -104,6 +183,10 @@ func (c *checkpointer) after(label string) {
 	if c == nil {
 		return
 	}
+	c.qmu.Lock()
+	c.calls--
+	c.lastEnd = time.Now()
+	c.qmu.Unlock()
 	c.pending.Add(1)
 	go func() {
 		defer c.pending.Done()
@@ -111,8 +194,8 @@ func (c *checkpointer) after(label string) {
 	}()
 }
 
-// close waits for the checkpoints under way and takes no more: the store
-// is about to close.
+// close writes the checkpoints under way and takes no more: the store is
+// about to close.
 func (c *checkpointer) close() {
 	if c == nil {
 		return
@@ -120,14 +203,22 @@ func (c *checkpointer) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	c.pending.Wait()
+	c.wait()
 }
 
 // wait waits for the checkpoints being taken to be in place.
 func (c *checkpointer) wait() {
-	if c != nil {
-		c.pending.Wait()
+	if c == nil {
+		return
 	}
+	c.qmu.Lock()
+	c.waiters++
+	c.qmu.Unlock()
+	c.poke()
+	c.pending.Wait()
+	c.qmu.Lock()
+	c.waiters--
+	c.qmu.Unlock()
 }
 
 func (c *checkpointer) prune() {

@@ -56,9 +56,11 @@ type blobStore struct {
 	noSync bool
 	source BlobSource // blobs still to come (Options.Blobs); nil: none
 
-	// linking: a snapshot is linking the blobs of its point (see
-	// blobLinks); nil: none.
-	linking atomic.Pointer[blobLinks]
+	// linking: the snapshots linking the blobs of their points (see
+	// blobLinks; replaced, never changed in place, under linkMu); nil:
+	// none.
+	linking atomic.Pointer[[]*blobLinks]
+	linkMu  sync.Mutex
 
 	mu    sync.Mutex
 	open  map[uint64]*openBlob

@@ -30,16 +30,24 @@ import (
 // of theirs starts with '@'); Checkpoints lists the rest.
 //
 // Taking one is split in two so that a call waits only for the first
-// part: Checkpoint holds changes off while Pebble links its tables and
-// copies its log and the blobs are linked (what a snapshot holds them for),
-// into a temporary directory; the finish function it returns then makes
-// that durable and renames it into place, while calls go on. A crash
-// before the rename leaves a .tmp- directory that the next open removes.
+// part: Checkpoint only cuts (ckptcut.go: changes are held off while a
+// marker goes to Pebble's log, a Pebble snapshot is taken and the blobs'
+// write barrier installed, some microseconds whatever the store's size);
+// the finish function it returns then writes the checkpoint (Pebble's
+// links and log copy cut at the marker, the blobs' links) into a
+// temporary directory, makes it durable and renames it into place, while
+// calls go on. A crash before the rename leaves a .tmp- directory that
+// the next open removes.
 
-// checkpointFlushAt: before a checkpoint, a memtable larger than this is
-// written to a table, so that each checkpoint's copy of the log is at most
-// about this big (a snapshot allows 4 MiB: it is taken far less often).
+// checkpointFlushAt: after a checkpoint has its copy of the log, a
+// memtable larger than this is written to a table (in the background), so
+// that each checkpoint's copy of the log is about this big at most (a
+// snapshot allows 4 MiB: it is taken far less often); checkpointPreFlushAt:
+// one larger than this is written to a table before the cut (when the
+// flushes after could not keep up).
 const checkpointFlushAt = 1 << 20
+
+var checkpointPreFlushAt uint64 = 8 << 20 // a variable for tests
 
 var checkpointRe = regexp.MustCompile(`^@[0-9]{1,20}$`)
 
@@ -100,26 +108,27 @@ func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() err
 		return readCheckpoint(p), nil, nil
 	}
 	s.pendingCkpt.Lock()
-	c, ok := s.pendingCkpt.m[seq]
+	pc, ok := s.pendingCkpt.m[seq]
 	s.pendingCkpt.Unlock()
 	if ok { // taken, being made durable: the same state
-		c.New, c.Held = false, 0
-		return c, nil, nil
+		pc.New, pc.Held = false, 0
+		return pc, nil, nil
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return CheckpointInfo{}, nil, err
 	}
 	tmp := filepath.Join(root, fmt.Sprintf(".tmp-@%d-%d", os.Getpid(), checkpointTmp.Add(1)))
-	held, seq, err := s.checkpoint(tmp, checkpointFlushAt)
+	c, err := s.takeCut(tmp, checkpointPreFlushAt, checkpointFlushAt)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return CheckpointInfo{}, nil, fmt.Errorf("checkpoint: %w", err)
 	}
+	seq = c.seq
 	name := CheckpointName(seq)
 	if len(label) > maxCheckpointLabel {
 		label = label[:maxCheckpointLabel]
 	}
-	info = CheckpointInfo{Name: name, Seq: seq, Created: time.Now(), Label: label, Held: held, New: true}
+	info = CheckpointInfo{Name: name, Seq: seq, Created: time.Now(), Label: label, Held: c.held, New: true}
 	s.pendingCkpt.Lock()
 	if s.pendingCkpt.m == nil {
 		s.pendingCkpt.m = map[uint64]CheckpointInfo{}
@@ -132,6 +141,13 @@ func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() err
 			delete(s.pendingCkpt.m, seq)
 			s.pendingCkpt.Unlock()
 		}()
+		s.enter() // against a rollback's swap (which materializes it first)
+		err = s.materializeCut(c)
+		s.leave()
+		if err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("checkpoint %s: %w", name, err)
+		}
 		if err := os.WriteFile(filepath.Join(tmp, checkpointLabel), []byte(label), 0o600); err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("checkpoint %s: %w", name, err)

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,6 +22,9 @@ func BenchmarkCheckpointAfterWrite(b *testing.B) {
 		write(b, s, inos[i], 0, pattern(byte(i), 4<<10))
 	}
 	var held, fin time.Duration
+	parts := map[string]time.Duration{}
+	snapshotTrace = func(part string, d time.Duration) { parts[part] += d }
+	defer func() { snapshotTrace = nil }()
 	b.ResetTimer()
 	for i := range b.N {
 		write(b, s, inos[i%len(inos)], 0, pattern(byte(i), 4<<10))
@@ -42,4 +46,11 @@ func BenchmarkCheckpointAfterWrite(b *testing.B) {
 	}
 	b.ReportMetric(float64(held.Microseconds())/float64(b.N), "held-µs")
 	b.ReportMetric(float64(fin.Microseconds())/float64(b.N), "finish-µs")
+	b.ReportMetric(float64(parts["db-after"].Microseconds())/float64(b.N), "pebble-µs")
+	b.ReportMetric(float64(parts["after"].Microseconds())/float64(b.N), "links-µs")
+	if m, _ := filepath.Glob(filepath.Join(s.Dir(), "db", "MANIFEST-*")); len(m) > 0 {
+		if st, err := os.Stat(m[len(m)-1]); err == nil {
+			b.ReportMetric(float64(st.Size()>>10), "manifest-KiB")
+		}
+	}
 }

@@ -40,16 +40,17 @@ type durableFS struct {
 	// (the checkpoint is made durable with SyncTree once changes are no
 	// longer held off).
 	dbDir string
-	// checkpointing: a checkpoint is being written (the store holds off
-	// every change), whose files and directories are not synced.
-	checkpointing atomic.Bool
+	// checkpointing: checkpoints are being written (Pebble's part of
+	// materialize, ckptcut.go), whose files and directories are not
+	// synced here (syncSnapshot does, after).
+	checkpointing atomic.Int32
 }
 
 // ours tells whether name is a file of the store's own database.
 func (d *durableFS) ours(name string) bool { return d.dbDir == "" || filepath.Dir(name) == d.dbDir }
 
 // unsynced tells whether name is a file of the checkpoint being written.
-func (d *durableFS) unsynced(name string) bool { return d.checkpointing.Load() && !d.ours(name) }
+func (d *durableFS) unsynced(name string) bool { return d.checkpointing.Load() > 0 && !d.ours(name) }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
 

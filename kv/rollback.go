@@ -352,6 +352,9 @@ func (s *Store) RollbackWith(name string, hooks RollbackHooks) (RollbackInfo, er
 		ns.Close()
 		return fail(errors.New("store is closed"))
 	}
+	// Checkpoints cut and not yet written are written from this database
+	// and these blobs, before they go (ckptcut.go).
+	s.materializeAll()
 	info, err := ns.takeHistory(s, name)
 	if cerr := ns.Close(); err == nil {
 		err = cerr

@@ -42,11 +42,12 @@ type blobLinks struct {
 func (s *Store) startLinking(dir string) (*blobLinks, error) {
 	l := &blobLinks{dir: dir, done: make(map[uint64]bool)}
 	pinned := s.shareBlobs()
-	s.blobs.linking.Store(l)
+	s.blobs.startLinking(l)
 	for ino, p := range pinned {
 		l.done[ino] = true
 		name := strconv.FormatUint(ino, 16)
 		if err := copyBlobFile(p.f, filepath.Join(dir, name), false); err != nil {
+			s.blobs.stopLinking(l)
 			return nil, fmt.Errorf("blob of inode %d: %w", ino, err)
 		}
 	}
@@ -56,9 +57,45 @@ func (s *Store) startLinking(dir string) (*blobLinks, error) {
 // barrier is called before ino's blob file is changed, replaced, created
 // or removed: a snapshot still linking its blobs links it first.
 func (bs *blobStore) barrier(ino uint64) {
-	if l := bs.linking.Load(); l != nil {
-		l.link(bs.dir, ino)
+	if ls := bs.linking.Load(); ls != nil {
+		for _, l := range *ls {
+			l.link(bs.dir, ino)
+		}
 	}
+}
+
+// startLinking adds l to the snapshots linking their blobs (several cuts
+// may wait for their materialization at once).
+func (bs *blobStore) startLinking(l *blobLinks) {
+	bs.linkMu.Lock()
+	defer bs.linkMu.Unlock()
+	var ls []*blobLinks
+	if old := bs.linking.Load(); old != nil {
+		ls = append(ls, *old...)
+	}
+	ls = append(ls, l)
+	bs.linking.Store(&ls)
+}
+
+// stopLinking removes l from the snapshots linking their blobs.
+func (bs *blobStore) stopLinking(l *blobLinks) {
+	bs.linkMu.Lock()
+	defer bs.linkMu.Unlock()
+	old := bs.linking.Load()
+	if old == nil {
+		return
+	}
+	var ls []*blobLinks
+	for _, o := range *old {
+		if o != l {
+			ls = append(ls, o)
+		}
+	}
+	if len(ls) == 0 {
+		bs.linking.Store(nil)
+		return
+	}
+	bs.linking.Store(&ls)
 }
 
 // link links ino's blob from blobs into the snapshot unless it is done,

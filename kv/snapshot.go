@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
@@ -23,14 +22,16 @@ import (
 // sequence of batches, kept under STORE/snapshots/NAME/ as a database
 // directory (db/) and a blobs directory (blobs/) that no process opens:
 //
-//   - Snapshot holds off every change for the moment it takes: nsMu (the
-//     namespace), every inode stripe (data, attributes and the blob writes
-//     made under them) and usageMu for writing (every commit holds it for
-//     reading), so no batch is under way and no blob is half written by
-//     the daemon. Pebble's Checkpoint then hard-links the immutable tables
-//     and copies the manifest and the write-ahead log (small: a memtable
-//     past snapshotFlushAt is written to a table first), and each blob is
-//     hard-linked;
+//   - Snapshot holds off every change for a moment (the cut, ckptcut.go):
+//     nsMu (the namespace), every inode stripe (data, attributes and the
+//     blob writes made under them) and usageMu for writing (every commit
+//     holds it for reading), so no batch is under way and no blob is half
+//     written by the daemon; a marker goes to Pebble's log and the blobs'
+//     barrier is installed. Once changes go on, Pebble's Checkpoint
+//     hard-links the immutable tables and copies the manifest and the
+//     write-ahead log (small: a memtable past snapshotFlushAt is written
+//     to a table first), cut at the marker, and each blob is hard-linked
+//     (snaplink.go);
 //   - a blob file with more than one link is copied before the store
 //     writes it (acquireOwn), so the snapshot never sees a later write:
 //     copy-on-write at the granularity of a blob;
@@ -143,95 +144,30 @@ func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
 }
 
 // checkpoint writes the store's current state into the new directory dst
-// (db/ and blobs/), holding off every change meanwhile, and returns for
-// how long it held them and the journal's last record then. A memtable
-// past flushAt is written to a table first. The copies are not synced:
+// (db/ and blobs/): a cut, holding off every change for a moment, then
+// its materialization (ckptcut.go). It returns for how long changes were
+// held and the journal's last record then. A memtable past flushAt is
+// written to a table first. The copies are not synced:
 // syncSnapshot does that, once changes go on (the tables and blobs the
 // snapshot links are never written again, a shared blob being copied
 // first, so syncing them later makes durable what they held now).
 func (s *Store) checkpoint(dst string, flushAt uint64) (time.Duration, uint64, error) {
-	if s.closed.Load() {
-		return 0, 0, errors.New("store is closed")
-	}
-	if err := s.space.check(0); err != nil {
-		return 0, 0, err
-	}
-	// A big memtable is written to a table before changes are held off:
-	// the snapshot links the table rather than copy its log, and the
-	// moment they are held stays short.
-	if s.db.Metrics().MemTable.Size > flushAt {
-		if err := s.db.Flush(); err != nil {
-			return 0, 0, err
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
-		return 0, 0, err
-	}
-	if s.blobs.source != nil {
-		// Every blob file must be there to be linked.
-		if err := s.blobs.source.FetchAll(); err != nil {
-			return 0, 0, fmt.Errorf("the blobs still being fetched: %w", err)
-		}
-	}
-	s.snapMu.Lock() // one snapshot's blobs at a time (blobStore.linking)
-	defer s.snapMu.Unlock()
-	blobsDst := filepath.Join(dst, "blobs")
-	release := s.holdChanges()
-	defer release()
-	start := time.Now()
-	s.jmu.Lock()
-	seq := s.jnext - 1
-	s.jlast = Record{} // the next write is a record of its own, after seq
-	s.jmu.Unlock()
-	// The log is handed to the system (WithFlushedWAL) and copied, not
-	// synced here (durableFS).
-	s.fs.checkpointing.Store(true)
-	err := s.db.Checkpoint(filepath.Join(dst, "db"), pebble.WithFlushedWAL())
-	s.fs.checkpointing.Store(false)
+	c, err := s.takeCut(dst, flushAt, 0)
 	if err != nil {
 		return 0, 0, err
 	}
-	tDB := time.Since(start)
-	if snapshotLinkHeld {
-		if err := s.linkBlobs(blobsDst); err != nil {
-			return 0, 0, err
-		}
-		held := time.Since(start)
-		snapshotTraced("db", tDB)
-		snapshotTraced("blobs", held-tDB)
-		return held, seq, nil
-	}
-	l, err := s.startLinking(blobsDst)
-	if err != nil {
-		s.blobs.linking.Store(nil)
+	if err := s.materializeCut(c); err != nil {
 		return 0, 0, err
 	}
-	held := time.Since(start)
-	release()
-	snapshotTraced("db", tDB)
-	snapshotTraced("blobs", held-tDB)
-	// Changes go on: the blobs of the snapshot's point that no writer has
-	// touched since are linked now; a writer about to touch one links it
-	// first (blobStore.barrier), so each is linked as it was at the point.
-	t := time.Now()
-	err = l.linkRest(s.blobs.dir)
-	s.blobs.linking.Store(nil)
-	snapshotTraced("after", time.Since(t))
-	if err != nil {
-		return 0, 0, err
-	}
-	return held, seq, nil
+	return c.held, c.seq, nil
 }
 
-// snapshotLinkHeld links every blob while changes are held off, as
-// snapshots did before the write barrier: for the benchmark's before and
-// after in one run, and for tests of both. Set only by tests.
-var snapshotLinkHeld bool
-
 // snapshotTrace, when set (by tests and benchmarks), is told how long each
-// part of a checkpoint took: "db" (Pebble's checkpoint, held), "blobs"
-// (the blobs' part of the held moment) and "after" (the links made once
-// changes go on).
+// part of a checkpoint took: "db" (the database's part of the held moment:
+// the marker and the Pebble snapshot, or Pebble's checkpoint with
+// snapshotPebbleHeld), "blobs" (the blobs' part of the held moment),
+// "db-after" (Pebble's checkpoint and the cut of its log, once changes go
+// on) and "after" (the blobs' links made once changes go on).
 var snapshotTrace func(part string, d time.Duration)
 
 func snapshotTraced(part string, d time.Duration) {
@@ -292,32 +228,6 @@ func syncPath(p string) error {
 		err = cerr
 	}
 	return err
-}
-
-// linkBlobs links every blob into dir, and copies those that are pinned
-// (the kernel may write them). Every change is held off.
-func (s *Store) linkBlobs(dir string) error {
-	entries, err := os.ReadDir(s.blobs.dir)
-	if err != nil {
-		return err
-	}
-	pinned := s.shareBlobs()
-	for _, e := range entries {
-		ino, err := strconv.ParseUint(e.Name(), 16, 64)
-		if err != nil {
-			continue // not a blob (a copy under way is .cow-)
-		}
-		src, dst := filepath.Join(s.blobs.dir, e.Name()), filepath.Join(dir, e.Name())
-		if p := pinned[ino]; p != nil {
-			err = copyBlobFile(p.f, dst, false)
-		} else {
-			err = linkOrCopy(src, dst)
-		}
-		if err != nil {
-			return fmt.Errorf("blob of inode %d: %w", ino, err)
-		}
-	}
-	return nil
 }
 
 // acquireOwn is acquire for a write: a blob that shares its file with a

@@ -16,12 +16,14 @@ import (
 // files (32 KiB: chunks in Pebble), big ones (8 MiB: blobs) or both
 // (mixed: a tenth of the bytes in small files, the rest in big ones), and
 // reports per snapshot the time changes were held off (held-ms), split
-// into Pebble's checkpoint (held-db-ms) and the blobs' part (held-blobs-ms:
-// the copies of pinned blobs), the links made once changes go on
-// (links-after-ms), a fork of it (fork-ms), and, once per store in the
-// same run, `cp -a` of the store directory (cp-ms). The old- metrics are
-// snapshots taken in the same run as before the write barrier, every blob
-// linked while changes are held (snapshotLinkHeld). Run with:
+// into the database's part (held-db-ms: the cut's marker and Pebble
+// snapshot) and the blobs' part (held-blobs-ms: the copies of pinned
+// blobs), Pebble's checkpoint once changes go on (db-after-ms), the links
+// made once changes go on (links-after-ms), a fork of it (fork-ms), and,
+// once per store in the same run, `cp -a` of the store directory (cp-ms).
+// The old- metrics are snapshots taken in the same run as before the cut,
+// Pebble's checkpoint made while changes are held (snapshotPebbleHeld).
+// Run with:
 //
 //	go test -tags seccomp -run '^$' -bench Snapshot -benchtime 5x ./kv/
 //
@@ -60,14 +62,14 @@ func BenchmarkSnapshot(b *testing.B) {
 				var held, fork, old, oldHeld time.Duration
 				parts := map[string]time.Duration{}
 				oldParts := map[string]time.Duration{}
-				defer func() { snapshotTrace, snapshotLinkHeld = nil, false }()
+				defer func() { snapshotTrace, snapshotPebbleHeld = nil, false }()
 				// Each round also takes one snapshot the way they were
-				// taken before the write barrier (every blob linked while
-				// changes are held: snapshotLinkHeld), untimed, first on
+				// taken before the cut (Pebble's checkpoint while changes
+				// are held: snapshotPebbleHeld), untimed, first on
 				// even rounds and last on odd ones: before and after in
 				// the same run, on the same store.
 				legacy := func(i int) {
-					snapshotLinkHeld = true
+					snapshotPebbleHeld = true
 					before := maps.Clone(oldParts)
 					snapshotTrace = func(part string, d time.Duration) { oldParts[part] += d }
 					start := time.Now()
@@ -78,7 +80,7 @@ func BenchmarkSnapshot(b *testing.B) {
 					old += time.Since(start)
 					oldHeld += info.Held
 					b.Logf("round %d: old way: snapshot %v, held %v (db %v, blobs %v)", i, time.Since(start), info.Held, oldParts["db"]-before["db"], oldParts["blobs"]-before["blobs"])
-					snapshotLinkHeld = false
+					snapshotPebbleHeld = false
 					snapshotTrace = func(part string, d time.Duration) { parts[part] += d }
 				}
 				snapshotTrace = func(part string, d time.Duration) { parts[part] += d }
@@ -98,7 +100,7 @@ func BenchmarkSnapshot(b *testing.B) {
 					took := time.Since(start)
 					held += info.Held
 					b.StopTimer()
-					b.Logf("round %d: barrier: snapshot %v, held %v (db %v, blobs %v), links after %v", i, took, info.Held, parts["db"]-before["db"], parts["blobs"]-before["blobs"], parts["after"]-before["after"])
+					b.Logf("round %d: cut: snapshot %v, held %v (db %v, blobs %v), Pebble's checkpoint after %v, links after %v", i, took, info.Held, parts["db"]-before["db"], parts["blobs"]-before["blobs"], parts["db-after"]-before["db-after"], parts["after"]-before["after"])
 					if i%2 == 1 {
 						legacy(i)
 					}
@@ -114,6 +116,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.ReportMetric(ms(held), "held-ms")
 				b.ReportMetric(ms(parts["db"]), "held-db-ms")
 				b.ReportMetric(ms(parts["blobs"]), "held-blobs-ms")
+				b.ReportMetric(ms(parts["db-after"]), "db-after-ms")
 				b.ReportMetric(ms(parts["after"]), "links-after-ms")
 				b.ReportMetric(ms(old), "old-snapshot-ms")
 				b.ReportMetric(ms(oldHeld), "old-held-ms")

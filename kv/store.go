@@ -161,7 +161,7 @@ type Store struct {
 	opts   Options    // as Open completed them, for the reopen after a rollback
 	gate   gate       // every exported method passes it (gate.go)
 	rollMu sync.Mutex // one rollback at a time
-	snapMu sync.Mutex // one checkpoint at a time (their blobs' write barrier)
+	cuts   cutState   // checkpoints cut and not yet materialized (ckptcut.go)
 }
 
 // Open opens the store in dir, creating a new empty one if dir does not
@@ -350,11 +350,14 @@ func (s *Store) openDB(opts Options, fresh bool) error {
 		ErrorIfNotExists:   !fresh,
 		// Two background jobs: a flush and a compaction can run together.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
-		MaxManifestFileSize:        256 << 10,
+		MaxManifestFileSize:        32 << 10, // see manifestRotateAt
 		// Memtables are made and freed around flushes.
 		EventListener: &pebble.EventListener{
-			FlushBegin: func(pebble.FlushInfo) { s.memtablesChanged() },
-			FlushEnd:   func(pebble.FlushInfo) { s.memtablesChanged() },
+			FlushBegin: func(pebble.FlushInfo) {
+				s.cuts.flushes.Add(1) // before the flush's tables join the version (ckptcut.go)
+				s.memtablesChanged()
+			},
+			FlushEnd: func(pebble.FlushInfo) { s.memtablesChanged() },
 			// A flush or compaction that failed is tried again at once;
 			// one that failed for want of space would spin.
 			BackgroundError: s.backgroundError,
@@ -534,6 +537,7 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.cancel()
 	s.flusherWG.Wait()
+	s.materializeAll() // the checkpoints cut and not yet written (ckptcut.go)
 	s.releaseCache()
 	err := s.unpinAll()
 	if ferr := s.foldUsage(false); err == nil { // the next open has nothing to fold
