@@ -121,6 +121,10 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 	return LoadKey(path)
 }
 
+// Sign returns the signature key makes of manifest bytes b at loc (the
+// manifest object's metadata MACMeta).
+func Sign(key []byte, loc Location, b []byte) string { return sign(key, loc, b) }
+
 // sign returns the signature of manifest bytes b at loc.
 func sign(key []byte, loc Location, b []byte) string {
 	h := hmac.New(sha256.New, key)
