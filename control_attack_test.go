@@ -161,7 +161,10 @@ func TestControlSocketHostileRequests(t *testing.T) {
 		cn := dialSock(t, sock)
 		defer cn.Close()
 		cn.SetDeadline(time.Now().Add(60 * time.Second))
-		go func() { cn.Write([]byte(req)) }()
+		go func() {
+			cn.Write([]byte(req))
+			cn.(*net.UnixConn).CloseWrite() // a body cut short ends here, not at the stall deadline
+		}()
 		line, _ := bufio.NewReader(cn).ReadString('\n')
 		return line
 	}
