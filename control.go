@@ -1,6 +1,7 @@
 package computerfs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,13 +122,85 @@ func (w *Workspace) serveControl() error {
 		}
 		writeJSON(rw, rep)
 	})
-	w.control = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	w.control = &http.Server{Handler: guardBodies(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: controlIdleTimeout}
 	go func() {
 		if err := w.control.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			w.log.Error("control socket stopped", "err", err)
 		}
 	}()
 	return nil
+}
+
+// Bounds on what a control socket client holds: a connection that made
+// its requests is closed after controlIdleTimeout without another; a
+// request body must keep coming (a read waits at most controlBodyStall)
+// and be in within controlBodyTimeout; at most bigBodies requests with a
+// body over smallBody run at once (a body is up to 32 MiB, and its
+// request is held decoded for the call's life), the others wait their
+// turn.
+const (
+	controlIdleTimeout = 10 * time.Second
+	controlBodyStall   = 30 * time.Second
+	controlBodyTimeout = 5 * time.Minute
+	smallBody          = 1 << 20
+	bigBodies          = 4
+)
+
+// guardBodies reads each request's body, under the bounds above, before
+// h sees the request.
+func guardBodies(h http.Handler) http.Handler {
+	big := make(chan struct{}, bigBodies)
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(rw, r)
+			return
+		}
+		rc := http.NewResponseController(rw)
+		end := time.Now().Add(controlBodyTimeout)
+		buf, err := readBody(rc, r.Body, nil, smallBody+1, end)
+		if err == nil && len(buf) > smallBody {
+			select {
+			case big <- struct{}{}:
+				defer func() { <-big }()
+			case <-r.Context().Done():
+				return
+			}
+			buf, err = readBody(rc, r.Body, buf, maxExecRequest+1, time.Now().Add(controlBodyTimeout))
+		}
+		if err != nil {
+			http.Error(rw, fmt.Sprintf("request body (%d bytes): %v", len(buf), err), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(buf))
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// readBody appends body to buf until it holds limit bytes or the body
+// ends, each read within controlBodyStall and all before end. No
+// deadline is left behind: the server's read that watches for the client
+// going away must not end the call.
+func readBody(rc *http.ResponseController, body io.Reader, buf []byte, limit int, end time.Time) ([]byte, error) {
+	defer rc.SetReadDeadline(time.Time{})
+	for len(buf) < limit {
+		d := time.Now().Add(controlBodyStall)
+		if d.After(end) {
+			d = end
+		}
+		rc.SetReadDeadline(d)
+		if cap(buf)-len(buf) < 64<<10 {
+			buf = slices.Grow(buf, min(max(len(buf), 64<<10), limit-len(buf)))
+		}
+		n, err := body.Read(buf[len(buf):min(cap(buf), limit)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 func (w *Workspace) stopControl() {

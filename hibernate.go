@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -24,6 +25,12 @@ type Where struct {
 	PathStyle bool   // path-style addressing (on anyway for an IP or localhost endpoint)
 	// HTTPClient carries the requests (nil: the SDK's, with timeouts).
 	HTTPClient *http.Client
+	// ImageKey is the file of the key that signs images (default
+	// hibernate.KeyFile's): Hibernate signs the manifest with it (making
+	// the key if there is none), Resume refuses an image it did not sign
+	// (hibernate.ErrUnsigned). Hosts that resume each other's workspaces
+	// share it; no agent may read it.
+	ImageKey string
 }
 
 func (wh Where) location() (hibernate.Location, error) {
@@ -131,6 +138,13 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 		o.LeaseTTL = hibernate.DefaultLeaseTTL
 	}
 	st.LeaseTTL = o.LeaseTTL
+	key, err := hibernate.LoadOrCreateKey(hibernate.KeyFile(o.To.ImageKey))
+	if err != nil {
+		return hibernate.Stats{}, err
+	}
+	if err := checkImageOutsideSources(store, loc); err != nil {
+		return hibernate.Stats{}, err
+	}
 	c, err := hibernate.NewClient(ctx, loc, o.To.HTTPClient)
 	if err != nil {
 		return hibernate.Stats{}, err
@@ -154,7 +168,7 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 	}
 	stop := lease.Keep(c, loc, o.LeaseTTL, nil)
 	stats, etag, err := hibernate.Upload(ctx, c, loc, store, hibernate.UploadOptions{
-		StoreID: st.StoreID, BaseETag: st.ManifestETag, Host: host, Holder: st.Holder,
+		StoreID: st.StoreID, BaseETag: st.ManifestETag, Host: host, Holder: st.Holder, Key: key,
 		BeforeManifest: func(ctx context.Context) error {
 			// The lease must still be ours when the image changes hands.
 			if err := stop(); err != nil {
@@ -247,6 +261,10 @@ func ResumeStore(ctx context.Context, o ResumeOptions) (hibernate.Stats, error) 
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
+	key, err := hibernate.LoadKey(hibernate.KeyFile(o.From.ImageKey))
+	if err != nil {
+		return hibernate.Stats{}, err
+	}
 	c, err := hibernate.NewClient(ctx, loc, o.From.HTTPClient)
 	if err != nil {
 		return hibernate.Stats{}, err
@@ -264,6 +282,7 @@ func ResumeStore(ctx context.Context, o ResumeOptions) (hibernate.Stats, error) 
 	stop := lease.Keep(c, loc, o.LeaseTTL, nil)
 	_, _, stats, err := hibernate.Download(ctx, c, loc, store, hibernate.DownloadOptions{
 		Lazy: !o.Eager,
+		Key:  key,
 		Prepare: func(tmp string, m *hibernate.Manifest, etag string) error {
 			if err := stop(); err != nil {
 				return err
@@ -454,4 +473,37 @@ func openBlobFetcher(store string, hc *http.Client, log *slog.Logger) (*hibernat
 		log.Info("fetching the workspace's blobs from its image in the background", "from", loc.String(), "blobs", st.Owed)
 	}
 	return fe, nil
+}
+
+// checkImageOutsideSources refuses an image location that shares keys
+// with one of the store's S3 sources: the agent reads those keys (import,
+// refresh, lazy reads) and writes them (write-back), so it could read its
+// image's chunks (the raw store, denied files included) and overwrite
+// them. Prefixes are compared as key spaces, whatever the endpoints.
+func checkImageOutsideSources(store string, loc hibernate.Location) error {
+	st, err := kv.Open(store, kv.Options{MinFree: -1, Ballast: -1})
+	if err != nil {
+		return fmt.Errorf("hibernate: %s: %w", store, err)
+	}
+	sp, err := storedSpec(st)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || sp == nil {
+		return err
+	}
+	img := loc.Prefix + "/"
+	if loc.Prefix == "" {
+		img = ""
+	}
+	for _, src := range sp.Sources {
+		if src.S3 == nil || src.S3.Bucket != loc.Bucket {
+			continue
+		}
+		p := strings.TrimLeft(src.S3.Prefix, "/")
+		if strings.HasPrefix(p, img) || strings.HasPrefix(img, p) {
+			return fmt.Errorf("hibernate: %s shares keys with the workspace's S3 source %s (s3://%s/%s): the agent could read and write its own image there; hibernate to a prefix outside every source", loc, src.Path, src.S3.Bucket, src.S3.Prefix)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/hibernate"
 	"github.com/computerfs/computerfs/internal/s3test"
@@ -220,7 +223,22 @@ func TestResumeRefusesDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := srv.Get(t, bucket, "x/manifest.json")
-	srv.Put(t, bucket, "x/manifest.json", bytes.Replace(m, []byte(`"version":1`), []byte(`"version":2`), 1))
+	// Another version, signed (as a later computerfs of this host would).
+	key, err := hibernate.LoadKey(hibernate.KeyFile(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := where.location()
+	loc.Region = srv.Region
+	c, err := hibernate.NewClient(context.Background(), loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := bytes.Replace(m, []byte(`"version":1`), []byte(`"version":2`), 1)
+	if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("x/manifest.json"), Body: bytes.NewReader(v2),
+		Metadata: map[string]string{hibernate.MACMeta: hibernate.Sign(key, loc, v2)}}); err != nil {
+		t.Fatal(err)
+	}
 	dst := filepath.Join(dir, "b")
 	if _, err := ResumeStore(context.Background(), ResumeOptions{From: where, Store: dst}); !errors.Is(err, hibernate.ErrFormat) {
 		t.Fatalf("resume of another version: %v", err)

@@ -163,6 +163,9 @@ func Mount(opts MountOptions) (*Workspace, error) {
 	if opts.Store, err = filepath.Abs(opts.Store); err != nil {
 		return nil, err
 	}
+	if err := checkStorePlace(opts.Store, mp); err != nil {
+		return nil, err
+	}
 	if err := prepareNewStore(opts.Store, opts); err != nil {
 		return nil, err
 	}
@@ -292,6 +295,33 @@ func checkMountpointPlace(mp string) error {
 			continue
 		}
 		return fmt.Errorf("mount point %s %s, which every sandbox on this host binds from the host: a mount there would stop every sandbox from starting (or appear in all of them); mount the workspace elsewhere, e.g. under /mnt or /srv", mp, where)
+	}
+	return nil
+}
+
+// checkStorePlace refuses a store directory under the mount point (the
+// mount would hide it, and the daemon's control socket would be made in
+// the workspace, where the agent reaches it) or a mount point under the
+// store directory (the workspace inside the raw store).
+func checkStorePlace(store, mp string) error {
+	real := func(p string) string {
+		// The deepest part that exists, its links resolved.
+		rest := ""
+		for {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Join(r, rest)
+			}
+			d := filepath.Dir(p)
+			if d == p {
+				return filepath.Join(p, rest)
+			}
+			rest = filepath.Join(filepath.Base(p), rest)
+			p = d
+		}
+	}
+	s, m := real(store), real(mp)
+	if s == m || strings.HasPrefix(s, m+"/") || strings.HasPrefix(m, s+"/") {
+		return fmt.Errorf("store %s and mount point %s: neither may be inside the other (the agent would reach the store's files and its control socket)", store, mp)
 	}
 	return nil
 }

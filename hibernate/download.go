@@ -20,28 +20,54 @@ import (
 )
 
 // ReadManifest reads and checks the location's manifest and returns it
-// with its ETag (ErrNoImage if there is none).
+// with its ETag (ErrNoImage if there is none). It does not check who
+// wrote it: ReadSignedManifest does.
 func ReadManifest(ctx context.Context, c *s3.Client, loc Location) (*Manifest, string, error) {
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &loc.Bucket, Key: aws.String(loc.key(manifestName))})
-	if isCode(err, "NoSuchKey", "NotFound") {
-		return nil, "", fmt.Errorf("%s: %w (no %s)", loc, ErrNoImage, manifestName)
-	}
+	return ReadSignedManifest(ctx, c, loc, nil)
+}
+
+// ReadSignedManifest reads the location's manifest, refuses it
+// (ErrUnsigned) unless key signed it for this location (a nil key checks
+// no signature), then parses and checks it.
+func ReadSignedManifest(ctx context.Context, c *s3.Client, loc Location, key []byte) (*Manifest, string, error) {
+	b, etag, mac, err := getManifest(ctx, c, loc)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: read the manifest: %w", loc, err)
+		return nil, "", err
 	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(out.Body, maxManifestBytes+1))
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: read the manifest: %w", loc, err)
-	}
-	if len(b) > maxManifestBytes {
-		return nil, "", fmt.Errorf("%s: %w: the manifest is larger than %d MiB", loc, ErrCorrupt, maxManifestBytes>>20)
+	if key != nil {
+		if err := verify(key, loc, b, mac); err != nil {
+			return nil, "", err
+		}
 	}
 	m, err := parseManifest(b)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", loc, err)
 	}
-	return m, aws.ToString(out.ETag), nil
+	return m, etag, nil
+}
+
+// getManifest returns the bytes of the location's manifest, its ETag and
+// its signature (metadata MACMeta, "" if none).
+func getManifest(ctx context.Context, c *s3.Client, loc Location) ([]byte, string, string, error) {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &loc.Bucket, Key: aws.String(loc.key(manifestName))})
+	if isCode(err, "NoSuchKey", "NotFound") {
+		return nil, "", "", fmt.Errorf("%s: %w (no %s)", loc, ErrNoImage, manifestName)
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%s: read the manifest: %w", loc, err)
+	}
+	defer out.Body.Close()
+	if out.ContentLength != nil && *out.ContentLength > maxManifestBytes {
+		return nil, "", "", fmt.Errorf("%s: %w: the manifest is larger than %d MiB", loc, ErrCorrupt, maxManifestBytes>>20)
+	}
+	b, err := io.ReadAll(io.LimitReader(out.Body, maxManifestBytes+1))
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%s: read the manifest: %w", loc, err)
+	}
+	if len(b) > maxManifestBytes {
+		return nil, "", "", fmt.Errorf("%s: %w: the manifest is larger than %d MiB", loc, ErrCorrupt, maxManifestBytes>>20)
+	}
+	return b, aws.ToString(out.ETag), out.Metadata[MACMeta], nil
 }
 
 // DownloadOptions configure Download.
@@ -55,6 +81,9 @@ type DownloadOptions struct {
 	// fetched and verified, and the blobs are listed in PendingFile for
 	// a Fetcher (the mounted store's kv.BlobSource).
 	Lazy bool
+	// Key, if set, is the image key: a manifest it did not sign for this
+	// location is refused (ErrUnsigned) before it is parsed.
+	Key []byte
 }
 
 // Download builds the store of the location's image in dir, which must
@@ -73,7 +102,7 @@ func Download(ctx context.Context, c *s3.Client, loc Location, dir string, o Dow
 	if err := checkEmpty(dir); err != nil {
 		return nil, "", Stats{}, err
 	}
-	m, etag, err := ReadManifest(ctx, c, loc)
+	m, etag, err := ReadSignedManifest(ctx, c, loc, o.Key)
 	if err != nil {
 		return nil, "", Stats{}, err
 	}

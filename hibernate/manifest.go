@@ -1,6 +1,7 @@
 package hibernate
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,8 @@ const ChunkSize = 4 << 20
 const (
 	maxManifestBytes = 256 << 20
 	maxFiles         = 1 << 20
+	maxFileBytes     = 1 << 44 // 16 TiB, ext4's largest file
+	maxImageBytes    = 1 << 50
 )
 
 var (
@@ -94,7 +97,7 @@ func parseManifest(b []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("%w (version %d, this computerfs reads %d)", ErrFormat, head.Version, Version)
 	}
 	var m Manifest
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%w: manifest: %v", ErrCorrupt, err)
@@ -105,10 +108,31 @@ func parseManifest(b []byte) (*Manifest, error) {
 	return &m, nil
 }
 
+// Bounds on a manifest's paths: a store's deepest file is
+// snapshots/NAME/blobs/INODE (NAME at most 64 bytes), so these leave room
+// and keep the checks below linear in the manifest's size.
+const (
+	maxPathBytes = 512
+	maxPathDepth = 8
+)
+
+// notInImage are the top-level names no image may hold: what an upload
+// leaves out (the daemon remakes or writes them, and some it trusts: the
+// sandbox's cache volume is a file system the kernel mounts, the pending
+// list names what the fetcher writes) and the control socket.
+func notInImage(p string) bool {
+	top, _, _ := strings.Cut(p, "/")
+	return ExcludedNames[top] || top == "control.sock"
+}
+
 // check refuses a manifest that could write outside the store directory,
-// twice to one file, or more than it says.
+// twice to one file, more than it says, or one of the names a store keeps
+// for itself. It allocates nothing per path: a manifest is at most
+// maxManifestBytes, and the work is at most maxPathDepth times that.
 func (m *Manifest) check() error {
-	if m.ChunkSize <= 0 || m.ChunkSize > 1<<30 {
+	if m.ChunkSize != ChunkSize {
+		// The only size this package writes; the holes' accounting
+		// (zeroChunk) and the room check assume it.
 		return fmt.Errorf("chunk size %d", m.ChunkSize)
 	}
 	if len(m.Files) > maxFiles {
@@ -118,21 +142,27 @@ func (m *Manifest) check() error {
 		return errors.New("no store id")
 	}
 	seen := make(map[string]bool, len(m.Files))
-	dirs := make(map[string]bool)
+	var total int64
 	for _, f := range m.Files {
+		if len(f.Path) > maxPathBytes || strings.Count(f.Path, "/") >= maxPathDepth {
+			return fmt.Errorf("path %.64q...: longer than %d bytes or deeper than %d", f.Path, maxPathBytes, maxPathDepth)
+		}
 		p := filepath.FromSlash(f.Path)
-		if !filepath.IsLocal(p) || filepath.Clean(p) != p || strings.ContainsRune(f.Path, '\\') {
+		if !filepath.IsLocal(p) || filepath.Clean(p) != p || strings.ContainsAny(f.Path, "\\\x00") {
 			return fmt.Errorf("path %q", f.Path)
 		}
-		if seen[f.Path] || dirs[f.Path] {
+		if notInImage(f.Path) {
+			return fmt.Errorf("path %q: a name the store keeps for itself", f.Path)
+		}
+		if seen[f.Path] {
 			return fmt.Errorf("path %q twice", f.Path)
 		}
 		seen[f.Path] = true
-		for d := filepath.Dir(p); d != "."; d = filepath.Dir(d) {
-			dirs[filepath.ToSlash(d)] = true
-		}
-		if f.Size < 0 || f.Mode&^0o777 != 0 {
+		if f.Size < 0 || f.Size > maxFileBytes || f.Mode&^0o777 != 0 {
 			return fmt.Errorf("%s: size %d, mode %o", f.Path, f.Size, f.Mode)
+		}
+		if total += f.Size; total > maxImageBytes {
+			return fmt.Errorf("more than %d TiB in all", maxImageBytes>>40)
 		}
 		if want := (f.Size + m.ChunkSize - 1) / m.ChunkSize; int64(len(f.Chunks)) != want {
 			return fmt.Errorf("%s: %d chunks for %d bytes", f.Path, len(f.Chunks), f.Size)
@@ -143,9 +173,13 @@ func (m *Manifest) check() error {
 			}
 		}
 	}
-	for f := range seen {
-		if dirs[f] {
-			return fmt.Errorf("path %q is a file and a directory", f)
+	// A file under a path that is a file too: look up each ancestor
+	// (slices of the path, no copies).
+	for _, f := range m.Files {
+		for i := strings.LastIndexByte(f.Path, '/'); i > 0; i = strings.LastIndexByte(f.Path[:i], '/') {
+			if seen[f.Path[:i]] {
+				return fmt.Errorf("path %q is a file and a directory", f.Path[:i])
+			}
 		}
 	}
 	return nil

@@ -63,6 +63,9 @@ type UploadOptions struct {
 	// the manifest is written: an error stops the upload (the lease is
 	// renewed there).
 	BeforeManifest func(context.Context) error
+	// Key, if set, signs the manifest (see ErrUnsigned); a manifest at
+	// the location that is not BaseETag must be signed with it too.
+	Key []byte
 }
 
 // ExcludedNames are the entries of a store directory that an image
@@ -90,7 +93,16 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	}
 	defer unlock()
 	// The image there must be this store's, as this store last saw it.
-	old, etag, err := ReadManifest(ctx, c, loc)
+	var old *Manifest
+	b, etag, mac, err := getManifest(ctx, c, loc)
+	if err == nil && o.Key != nil && etag != o.BaseETag {
+		err = verify(o.Key, loc, b, mac)
+	}
+	if err == nil {
+		if old, err = parseManifest(b); err != nil {
+			err = fmt.Errorf("%s: %w", loc, err)
+		}
+	}
 	switch {
 	case errors.Is(err, ErrNoImage):
 		etag = ""
@@ -142,13 +154,16 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 			return st, "", err
 		}
 	}
-	b, err := json.Marshal(m)
+	b, err = json.Marshal(m)
 	if err != nil {
 		return st, "", err
 	}
 	st.Manifest = int64(len(b))
 	in := &s3.PutObjectInput{Bucket: &loc.Bucket, Key: aws.String(loc.key(manifestName)), Body: bytes.NewReader(b),
 		ContentType: aws.String("application/json"), ChecksumSHA256: aws.String(b64sum(b))}
+	if o.Key != nil {
+		in.Metadata = map[string]string{MACMeta: sign(o.Key, loc, b)}
+	}
 	if etag == "" {
 		in.IfNoneMatch = aws.String("*")
 	} else {
@@ -162,7 +177,7 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	if isPrecondition(err) {
 		// The SDK may have sent the write again after a response that
 		// was lost: then the manifest there is this one.
-		cur, etag, rerr := ReadManifest(ctx, c, loc)
+		cur, etag, rerr := ReadSignedManifest(ctx, c, loc, o.Key)
 		if rerr != nil || cur.StoreID != m.StoreID || cur.Host != m.Host || !cur.Created.Equal(m.Created) {
 			return st, "", fmt.Errorf("%s: %w (by another writer, while this one uploaded)", loc, ErrImageChanged)
 		}

@@ -205,6 +205,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create store: %w", err)
 	}
+	if err := privateDir(dir); err != nil {
+		return nil, err
+	}
 	lock, err := lockStore(dir)
 	if err != nil {
 		return nil, err
@@ -828,4 +831,24 @@ func (s *Store) Metrics() string {
 	s.enter()
 	defer s.leave()
 	return s.db.Metrics().String()
+}
+
+// privateDir makes the store directory its owner's alone (mode 0700): it
+// holds every file of the workspace, denied ones included, raw (Pebble's
+// tables, blobs) and the control socket. A directory made beforehand
+// with a wider mode (0755 under /opt or /etc, which every sandbox binds
+// from the host, or anywhere other users reach) would show them to
+// every agent and user of the host.
+func privateDir(dir string) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if info.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(dir, info.Mode().Perm()&0o700); err != nil {
+		return fmt.Errorf("store %s is open to other users (%v), and making it private failed: %w", dir, info.Mode().Perm(), err)
+	}
+	return nil
 }

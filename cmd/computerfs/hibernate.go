@@ -18,6 +18,7 @@ type s3Flags struct {
 	endpoint, region *string
 	pathStyle        *bool
 	ttl              *time.Duration
+	imageKey         *string
 }
 
 func addS3Flags(fset interface {
@@ -29,12 +30,13 @@ func addS3Flags(fset interface {
 		endpoint:  fset.String("endpoint", "", "URL of an S3-compatible server (default: AWS); credentials come from the AWS_* variables or ~/.aws"),
 		region:    fset.String("region", "", "the bucket's region (default: the SDK's environment, else us-east-1)"),
 		pathStyle: fset.Bool("path-style", false, "path-style addressing (always for an endpoint that is an IP address or localhost)"),
+		imageKey:  fset.String("image-key", "", "the file of the key that signs images (default $COMPUTERFS_IMAGE_KEY, else "+hibernate.DefaultKeyFile+"; hibernate makes it if there is none): resume refuses an image it did not sign, so hosts that resume each other's workspaces share it"),
 		ttl:       fset.Duration("lease-ttl", hibernate.DefaultLeaseTTL, "how long the workspace's lease lasts unless renewed (the daemon renews it every third): a host that died holding it keeps it that long"),
 	}
 }
 
 func (f s3Flags) where(url string) computerfs.Where {
-	return computerfs.Where{URL: url, Endpoint: *f.endpoint, Region: *f.region, PathStyle: *f.pathStyle}
+	return computerfs.Where{URL: url, Endpoint: *f.endpoint, Region: *f.region, PathStyle: *f.pathStyle, ImageKey: *f.imageKey}
 }
 
 func cmdHibernate(args []string, stdout, stderr io.Writer) error {
@@ -79,7 +81,7 @@ func cmdHibernate(args []string, stdout, stderr io.Writer) error {
 
 // resumeOwn are resume's flags that take a value; every other flag is
 // mount's.
-var resumeOwn = map[string]bool{"endpoint": true, "region": true, "lease-ttl": true}
+var resumeOwn = map[string]bool{"endpoint": true, "region": true, "lease-ttl": true, "image-key": true}
 
 func cmdResume(args []string, stdout, stderr io.Writer) error {
 	fset := newFlags("resume")

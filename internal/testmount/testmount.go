@@ -56,6 +56,14 @@ func Run(m *testing.M) int {
 			defer os.RemoveAll(dir)
 		}
 	}
+	// The image key that hibernate makes and resume needs: the tests'
+	// own, one for every "host" of a test binary.
+	if os.Getenv("COMPUTERFS_IMAGE_KEY") == "" {
+		if dir, err := os.MkdirTemp("", "computerfs-imagekey-"); err == nil {
+			os.Setenv("COMPUTERFS_IMAGE_KEY", filepath.Join(dir, "image-key"))
+			defer os.RemoveAll(dir)
+		}
+	}
 	defer func() {
 		buildsMu.Lock()
 		defer buildsMu.Unlock()
