@@ -200,6 +200,38 @@ func (f *FS) mayWriteAttr(a *kv.Attr) error {
 	return syscall.EACCES
 }
 
+// mayReadAttr says whether the agent may read the file (or list the
+// directory) a describes, and maySearch whether it may look names up in
+// the directory dir: as the kernel would let the owner, by the group's
+// or the others' bits when the file is not the owner's. Without them the
+// fast path and the tools read what the agent's programs on the mount
+// cannot: the operator's 0600 file, the inside of its 0700 directory.
+// What is the owner's is read as before (the owner may chmod it anyway).
+func (f *FS) mayReadAttr(a *kv.Attr) error { return f.mayAccess(a, 0o4) }
+
+func (f *FS) maySearch(dir uint64) error {
+	if !f.agent {
+		return nil
+	}
+	a, err := f.s.GetAttr(dir)
+	if err != nil {
+		return err
+	}
+	return f.mayAccess(&a, 0o1)
+}
+
+// mayAccess checks the permission bits want (4 read, 1 search) for the
+// agent, not the owner's files.
+func (f *FS) mayAccess(a *kv.Attr, want uint32) error {
+	switch {
+	case !f.agent || a.Uid == f.owner.UID:
+		return nil
+	case a.Gid == f.owner.GID && a.Mode>>3&want == want, a.Gid != f.owner.GID && a.Mode&want == want:
+		return nil
+	}
+	return syscall.EACCES
+}
+
 // maySetAttr says whether the agent may make the change req to ino.
 func (f *FS) maySetAttr(ino uint64, req kv.SetAttrRequest) error {
 	if !f.agent {

@@ -569,3 +569,55 @@ func TestRedteamConcurrentArchives(t *testing.T) {
 		t.Errorf("the read-only /ro changed:\nbefore %s\nafter  %s", beforeRO, after)
 	}
 }
+
+// TestRedteamReadsAsTheAgent: the fast path reads what the agent's
+// identity may read, as its programs on the mount do: not the
+// operator's 0600 file nor the inside of its 0700 directory (both were
+// read, copied and archived), but a 0711 directory's files by name, a
+// file of the agent's group by the group's bits, anyone's 0644 file.
+func TestRedteamReadsAsTheAgent(t *testing.T) {
+	s, _, root := redteamPolicyShell(t)
+	for _, d := range []struct {
+		p    string
+		mode uint32
+	}{{"private", 0o700}, {"search", 0o711}, {"grp", 0o750}} {
+		check(t, root.Mkdir(d.p, d.mode))
+	}
+	for _, f := range []struct {
+		p, content string
+		mode       uint32
+		gid        uint32
+	}{
+		{"ok/netrc", "hunter2-netrc\n", 0o600, 0}, {"private/f", "hunter2-private\n", 0o644, 0},
+		{"search/f", "readable-by-name\n", 0o644, 0}, {"grp/f", "readable-by-group\n", 0o640, rtAgent},
+		{"ok/grp-no", "hunter2-group\n", 0o640, 0}, {"ok/world", "readable-by-all\n", 0o604, 0},
+	} {
+		check(t, root.WriteFile(f.p, []byte(f.content), f.mode))
+		check(t, root.Lchown(f.p, 0, f.gid))
+	}
+	check(t, root.Lchown("grp", 0, rtAgent))
+	for _, script := range []string{
+		`cat ok/netrc`, `cat private/f`, `cat ok/grp-no`, `ls private`, `ls -la private/`, `cp ok/netrc ok/c1; cat ok/c1`,
+		`cp -r private ok/c2; cat ok/c2/f`, `cp -a ok ok3; cat ok3/netrc`, `tar cf - ok private | tar xOf -`, `grep -r hunter2 .`,
+		`rg -uu hunter2`, `rg -uu --files`, `find . -type f -exec cat {} +`, `sort ok/netrc`, `diff ok/netrc /dev/null`,
+		`xargs cat < /dev/null; echo ok/netrc | xargs cat`, `head -c 100 ok/grp-no`, `md5sum ok/netrc; base64 ok/netrc`,
+		`od -c ok/netrc`, `xxd private/f`, `gzip -c ok/netrc | gunzip`, `patch -o ok/p ok/netrc < ok/ro.diff; cat ok/p`,
+		`tar cf ok/t.tar private; tar xOf ok/t.tar`, `ln -s ../private ok/pl; cat ok/pl/f`, `ln ok/netrc ok/hl; cat ok/hl`,
+		`mv ok/netrc ok/moved; cat ok/moved`, `while read l; do echo $l; done < ok/netrc`, `echo "$(< private/f)"`,
+		`. ok/netrc`, `sh ok/netrc`, `awk '{print}' ok/netrc`, `sed p private/f`, `jq -R . ok/netrc`, `wc -c ok/netrc`,
+		`git init -q g && cp ok/netrc g/ && cd g && git add . && git show :netrc`,
+	} {
+		out, errs, _ := sh(t, s, script)
+		if strings.Contains(out+errs, "hunter2") {
+			t.Errorf("%s: read what the agent may not:\n%s%s", script, out, errs)
+		}
+	}
+	out, errs, code := sh(t, s, `cat search/f grp/f ok/world; ls grp; ls search 2>&1 | grep -c denied`)
+	if want := "readable-by-name\nreadable-by-group\nreadable-by-all\nf\n1\n"; out != want || code != 0 {
+		t.Errorf("what the agent may read: %q %q %d, want %q", out, errs, code, want)
+	}
+	// the agent's own files stay its own to read, whatever their mode
+	if out, errs, _ := sh(t, s, `echo mine > ok/m; chmod 000 ok/m; cat ok/m`); out != "mine\n" {
+		t.Errorf("the agent's 000 file: %q %q", out, errs)
+	}
+}
