@@ -52,6 +52,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 	if err := f.mayWrite(dir); err != nil {
 		return err
 	}
+	if err := f.mayRemove(dir, name); err != nil {
+		return err
+	}
 	if err := f.guardUnlink(dir, name); err != nil {
 		return err
 	}
@@ -64,6 +67,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 
 func (f *FS) kvRmdir(dir uint64, name string) error {
 	if err := f.mayWrite(dir); err != nil {
+		return err
+	}
+	if err := f.mayRemove(dir, name); err != nil {
 		return err
 	}
 	if err := f.guardEntry(dir, name); err != nil {
@@ -81,6 +87,12 @@ func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName stri
 		return err
 	}
 	if err := f.mayWrite(newDir); err != nil {
+		return err
+	}
+	if err := f.mayRemove(oldDir, oldName); err != nil {
+		return err
+	}
+	if err := f.mayRemove(newDir, newName); err != nil {
 		return err
 	}
 	if err := f.guardRename(oldDir, oldName, newDir, newName); err != nil {
@@ -198,6 +210,24 @@ func (f *FS) mayWriteAttr(a *kv.Attr) error {
 		return nil
 	}
 	return syscall.EACCES
+}
+
+// mayRemove says whether the agent may remove or replace the entry name
+// of dir, which it may write: in a sticky directory (the operator's
+// 1777 one) only an entry of its own, as the kernel decides.
+func (f *FS) mayRemove(dir uint64, name string) error {
+	if !f.agent {
+		return nil
+	}
+	d, err := f.s.GetAttr(dir)
+	if err != nil || d.Mode&kv.S_ISVTX == 0 || d.Uid == f.owner.UID {
+		return err
+	}
+	a, err := f.s.Lookup(dir, name)
+	if err != nil || a.Uid == f.owner.UID {
+		return nil // missing: the operation itself says so
+	}
+	return syscall.EPERM
 }
 
 // mayReadAttr says whether the agent may read the file (or list the

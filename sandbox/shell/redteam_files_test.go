@@ -621,3 +621,55 @@ func TestRedteamReadsAsTheAgent(t *testing.T) {
 		t.Errorf("the agent's 000 file: %q %q", out, errs)
 	}
 }
+
+// TestRedteamStickyDirectory: in the operator's sticky 1777 directory
+// the agent removes, renames and replaces only its own entries, as the
+// kernel lets it (the fast path removed and renamed root's).
+func TestRedteamStickyDirectory(t *testing.T) {
+	s, _, root := redteamPolicyShell(t)
+	check(t, root.Mkdir("shared", 0o777))
+	check(t, root.Chmod("shared", 0o1777))
+	check(t, root.WriteFile("shared/rootfile", []byte("operator\n"), 0o644))
+	check(t, root.Mkdir("shared/rootdir", 0o755))
+	check(t, root.WriteFile("shared/rootdir/f", []byte("operator\n"), 0o644))
+	check(t, root.Symlink("rootfile", "shared/rootlink"))
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	for _, n := range []string{"shared/rootfile", "shared/rootlink", "shared/rootdir"} {
+		check(t, tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: 8}))
+		tw.Write([]byte("changed\n"))
+	}
+	check(t, tw.Close())
+	check(t, root.WriteFile("ok/sticky.tar", tb.Bytes(), 0o644))
+	// the operator's entries: what the attacks must leave as they are
+	operators := func() string {
+		var b strings.Builder
+		for _, p := range []string{"/shared/rootfile", "/shared/rootlink", "/shared/rootdir", "/shared/rootdir/f"} {
+			a, err := root.Lstat(p)
+			check(t, err)
+			fmt.Fprintf(&b, "%s %d %o %d %d %d;", p, a.Ino, a.Mode, a.Uid, a.Size, a.Mtime)
+		}
+		data, err := root.ReadFile("/shared/rootfile")
+		check(t, err)
+		return b.String() + string(data)
+	}
+	before := operators()
+	for _, script := range []string{
+		`rm -f shared/rootfile`, `rm -rf shared/rootdir`, `rm shared/rootlink`, `rmdir shared/rootdir`, `rm -rf shared`,
+		`mv shared/rootfile shared/x`, `mv shared/rootdir shared/y`, `mv shared/rootfile ok/`, `mv ok/file shared/rootfile`,
+		`mv ok/file shared/rootlink`, `mkdir ok/d; mv ok/d shared/rootdir`, `ln -f ok/hay shared/rootfile`, `ln -sf x shared/rootlink`,
+		`cp -f ok/file shared/rootfile`, `cp ok/file shared/rootlink`, `tar xf ok/sticky.tar`, `tar xf ok/sticky.tar --overwrite`,
+		`sed -i s/operator/x/ shared/rootfile`, `gzip shared/rootfile`, `echo x > shared/rootfile`, `echo x >> shared/rootlink`,
+		`patch -p0 < ok/ro.diff -d shared`, `cd shared && mv rootfile .hidden`, `find shared -name 'root*' -delete`,
+		`find shared -type f -exec rm {} +`, `echo shared/rootfile | xargs rm`, `chmod 777 shared/rootfile`, `touch shared/rootfile`,
+	} {
+		sh(t, s, script)
+		if after := operators(); after != before {
+			t.Fatalf("%s changed the operator's entries in its sticky directory:\nbefore %s\nafter  %s", script, before, after)
+		}
+	}
+	// the agent's own entries there are its own: made, renamed, removed
+	if out, errs, code := sh(t, s, `echo a > shared/mine && mv shared/mine shared/m2 && rm shared/m2 && mkdir shared/d && mv shared/d shared/e && rmdir shared/e && echo ok`); out != "ok\n" {
+		t.Errorf("the agent's own entries: %q %q %d", out, errs, code)
+	}
+}
