@@ -722,6 +722,13 @@ func (t *Tools) Delete(ctx context.Context, a DeleteArgs) (DeleteResult, error) 
 // lies deeper is left out; otherwise it is an error).
 // With hide, denied paths are skipped silently; otherwise fn sees them.
 // fn may return errSkipDir for a directory.
+// unreadable reports whether err is the kernel's refusal of a directory
+// the agent may not list or search (another user's 0700), not a policy's.
+func unreadable(err error) bool {
+	var r *Refusal
+	return err != nil && errors.Is(err, syscall.EACCES) && !errors.As(err, &r)
+}
+
 func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn func(q string, a kv.Attr) error) error {
 	// One level per directory being walked, innermost last: a loop, not a
 	// recursion, so that a deep tree costs no stack.
@@ -740,6 +747,10 @@ func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn fu
 				top.entries = append(top.entries, d)
 				return len(top.entries) < 512
 			})
+			if err != nil && len(stack) > 1 && unreadable(err) {
+				stack = stack[:len(stack)-1] // as grep -r: past it
+				continue
+			}
 			if err != nil {
 				return showErr(err)
 			}
@@ -759,7 +770,7 @@ func (t *Tools) walk(ctx context.Context, f *wsfs.FS, p string, hide bool, fn fu
 			continue
 		}
 		a, err := f.Lstat(q)
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || unreadable(err) {
 			continue
 		}
 		if err != nil {

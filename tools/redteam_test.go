@@ -324,3 +324,56 @@ func TestRedteamDeepTree(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteamToolsReadAsTheAgent: the tools read what the agent's
+// identity may read, as its programs on the mount do: not the
+// operator's 0600 file nor the inside of its 0700 directory (read,
+// grep and edit gave them), but anyone's 0644 file.
+func TestRedteamToolsReadAsTheAgent(t *testing.T) {
+	_, f := newTools(t, nil)
+	ag := f.ForAgent()
+	tl, err := New(ag, Options{Run: shellRunner(ag)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := wsfs.New(f.Store(), wsfs.Owner{})
+	if err := f.Lchown("/", 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []error{
+		root.WriteFile("netrc", []byte("hunter2 netrc\n"), 0o600), root.Mkdir("private", 0o700),
+		root.WriteFile("private/f", []byte("hunter2 private\n"), 0o644), root.WriteFile("world", []byte("hunter3 world\n"), 0o644),
+	} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	for _, p := range []string{"netrc", "private/f", "/workspace/private/f"} {
+		if r, err := tl.Read(ctx, ReadArgs{Path: p}); err == nil || strings.Contains(fmt.Sprint(r), "hunter2") {
+			t.Errorf("read %s: %+v, %v", p, r, err)
+		}
+		if r, err := tl.Edit(ctx, EditArgs{Path: p, Edits: []Edit{{"hunter2", "x"}}}); err == nil {
+			t.Errorf("edit %s: %+v", p, r)
+		}
+	}
+	if _, err := tl.Ls(ctx, LsArgs{Path: "private"}); err == nil {
+		t.Error("ls of the operator's 0700 directory")
+	}
+	g, err := tl.Grep(ctx, GrepArgs{Query: "hunter"})
+	if err != nil {
+		t.Errorf("grep: %v", err)
+	}
+	if fd, err := tl.Find(ctx, FindArgs{Pattern: "*"}); err != nil || !strings.Contains(fmt.Sprint(fd), "world") {
+		t.Errorf("find: %+v %v", fd, err)
+	}
+	if s := fmt.Sprint(g); strings.Contains(s, "hunter2") || !strings.Contains(s, "hunter3") {
+		t.Errorf("grep: %s", s)
+	}
+	e, _ := tl.Exec(ctx, ExecArgs{Command: "cat netrc private/f world; grep -r hunter2 ."})
+	if s := fmt.Sprint(e); strings.Contains(s, "hunter2") || !strings.Contains(s, "hunter3") {
+		t.Errorf("exec: %s", s)
+	}
+	if b, _ := root.ReadFile("netrc"); string(b) != "hunter2 netrc\n" {
+		t.Errorf("the operator's file changed: %q", b)
+	}
+}

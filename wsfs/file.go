@@ -58,6 +58,11 @@ func (f *FS) Open(p string, flag int, perm uint32) (*File, error) {
 			return nil, pathErr("open", p, err)
 		}
 	}
+	if flag&O_WRONLY == 0 && !made {
+		if err := f.mayReadAttr(&r.attr); err != nil {
+			return nil, pathErr("open", p, err)
+		}
+	}
 	if flag&O_TRUNC != 0 && flag&(O_WRONLY|O_RDWR) != 0 && r.attr.IsRegular() && r.attr.Size > 0 {
 		if _, err := f.kvSetAttr(r.ino, kv.SetAttrRequest{Valid: kv.SetSize}); err != nil {
 			return nil, pathErr("open", p, err)

@@ -52,6 +52,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 	if err := f.mayWrite(dir); err != nil {
 		return err
 	}
+	if err := f.mayRemove(dir, name); err != nil {
+		return err
+	}
 	if err := f.guardUnlink(dir, name); err != nil {
 		return err
 	}
@@ -64,6 +67,9 @@ func (f *FS) kvUnlink(dir uint64, name string) error {
 
 func (f *FS) kvRmdir(dir uint64, name string) error {
 	if err := f.mayWrite(dir); err != nil {
+		return err
+	}
+	if err := f.mayRemove(dir, name); err != nil {
 		return err
 	}
 	if err := f.guardEntry(dir, name); err != nil {
@@ -81,6 +87,12 @@ func (f *FS) kvRename(oldDir uint64, oldName string, newDir uint64, newName stri
 		return err
 	}
 	if err := f.mayWrite(newDir); err != nil {
+		return err
+	}
+	if err := f.mayRemove(oldDir, oldName); err != nil {
+		return err
+	}
+	if err := f.mayRemove(newDir, newName); err != nil {
 		return err
 	}
 	if err := f.guardRename(oldDir, oldName, newDir, newName); err != nil {
@@ -195,6 +207,56 @@ func (f *FS) mayWriteAttr(a *kv.Attr) error {
 	case !f.agent || a.Uid == f.owner.UID:
 		return nil
 	case a.Gid == f.owner.GID && a.Mode&0o020 != 0, a.Gid != f.owner.GID && a.Mode&0o002 != 0:
+		return nil
+	}
+	return syscall.EACCES
+}
+
+// mayRemove says whether the agent may remove or replace the entry name
+// of dir, which it may write: in a sticky directory (the operator's
+// 1777 one) only an entry of its own, as the kernel decides.
+func (f *FS) mayRemove(dir uint64, name string) error {
+	if !f.agent {
+		return nil
+	}
+	d, err := f.s.GetAttr(dir)
+	if err != nil || d.Mode&kv.S_ISVTX == 0 || d.Uid == f.owner.UID {
+		return err
+	}
+	a, err := f.s.Lookup(dir, name)
+	if err != nil || a.Uid == f.owner.UID {
+		return nil // missing: the operation itself says so
+	}
+	return syscall.EPERM
+}
+
+// mayReadAttr says whether the agent may read the file (or list the
+// directory) a describes, and maySearch whether it may look names up in
+// the directory dir: as the kernel would let the owner, by the group's
+// or the others' bits when the file is not the owner's. Without them the
+// fast path and the tools read what the agent's programs on the mount
+// cannot: the operator's 0600 file, the inside of its 0700 directory.
+// What is the owner's is read as before (the owner may chmod it anyway).
+func (f *FS) mayReadAttr(a *kv.Attr) error { return f.mayAccess(a, 0o4) }
+
+func (f *FS) maySearch(dir uint64) error {
+	if !f.agent {
+		return nil
+	}
+	a, err := f.s.GetAttr(dir)
+	if err != nil {
+		return err
+	}
+	return f.mayAccess(&a, 0o1)
+}
+
+// mayAccess checks the permission bits want (4 read, 1 search) for the
+// agent, not the owner's files.
+func (f *FS) mayAccess(a *kv.Attr, want uint32) error {
+	switch {
+	case !f.agent || a.Uid == f.owner.UID:
+		return nil
+	case a.Gid == f.owner.GID && a.Mode>>3&want == want, a.Gid != f.owner.GID && a.Mode&want == want:
 		return nil
 	}
 	return syscall.EACCES

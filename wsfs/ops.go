@@ -243,6 +243,9 @@ func (f *FS) ReadDir(p, after string, fn func(kv.Dirent) bool) error {
 		err = syscall.ENOTDIR
 	}
 	if err == nil {
+		err = f.mayReadAttr(&r.attr)
+	}
+	if err == nil {
 		err = f.s.ReadDir(r.ino, after, f.guardList(r.gpath, fn))
 	}
 	return pathErr("readdir", p, err)

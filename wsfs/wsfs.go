@@ -222,6 +222,9 @@ func (f *FS) lookupFrom(cur uint64, above []uint64, p string, follow, parentOnly
 			}
 			continue
 		}
+		if err := f.maySearch(cur); err != nil {
+			return resolved{}, err
+		}
 		if last && parentOnly {
 			if len(name) > kv.MaxNameLen {
 				return resolved{}, syscall.ENAMETOOLONG

@@ -280,7 +280,7 @@ func (c *cmd) copyTreeIn(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts, 
 // copyData copies a file's content block by block, stopping with the
 // call, and leaves a hole where the source reads as a block of zeros
 // (a sparse file stays sparse: its holes are not written out).
-func (c *cmd) copyData(out, in vfile) error {
+func (c *cmd) copyData(out vfile, in io.Reader) error {
 	buf := make([]byte, 128<<10)
 	var off, pos int64
 	hole := false

@@ -264,11 +264,26 @@ type patchRun struct {
 	in       []string
 	inOffset int
 	frozen   int // the last input line already copied out (1-based)
+	// stop says the call ended; work counts the lines compared since
+	// it was last asked. A hunk is looked for at every line of the file,
+	// each a comparison of up to all its lines: a file of a million
+	// equal lines and a hunk of thousands that differs only in its
+	// middle took minutes past the call's end.
+	stop    func() bool
+	work    int
+	stopped bool
 }
 
 // match reports whether h's old lines, but the fuzzed context, are the
 // input's at line base+1 (0-based base).
 func (p *patchRun) match(h *patchHunk, base, prefixFuzz, suffixFuzz int) bool {
+	if p.work += len(h.old) + 1; p.work > 1<<16 {
+		p.work = 0
+		p.stopped = p.stopped || p.stop != nil && p.stop()
+	}
+	if p.stopped {
+		return false
+	}
 	for k := prefixFuzz; k < len(h.old)-suffixFuzz; k++ {
 		i := base + k
 		if i < 0 || i >= len(p.in) || p.in[i] != h.old[k] {
@@ -317,7 +332,7 @@ func (p *patchRun) locate(h *patchHunk, fuzz int) int {
 		}
 		return 0
 	}
-	for off := 0; off <= max(maxPos, maxNeg); off++ {
+	for off := 0; off <= max(maxPos, maxNeg) && !p.stopped; off++ {
 		if off <= maxPos && p.match(h, first+off-1, prefixFuzz, suffixFuzz) {
 			p.inOffset += off
 			return first + off
@@ -550,7 +565,7 @@ func (c *cmd) patchOne(pf *patchFile, target string, f patchFlags) int {
 		fmt.Fprintf(c.stderr, "patch: **** %s\n", pf.err.(errPatch).msg)
 		return 2
 	}
-	p := &patchRun{in: in}
+	p := &patchRun{in: in, stop: c.canceled}
 	var out []string
 	var rejects []*patchHunk
 	mismatch, skipped := false, false
@@ -584,7 +599,7 @@ func (c *cmd) patchOne(pf *patchFile, target string, f patchFlags) int {
 				} else {
 					rev.oldStart = newStart
 				}
-				probe := &patchRun{in: p.in}
+				probe := &patchRun{in: p.in, stop: c.canceled}
 				if probe.locate(rev, fuzz) != 0 {
 					what := "Reversed (or previously applied)"
 					ask := "Assume -R?"
@@ -603,6 +618,9 @@ func (c *cmd) patchOne(pf *patchFile, target string, f patchFlags) int {
 					break
 				}
 			}
+		}
+		if c.canceled() {
+			return 2
 		}
 		if skipped {
 			rejects = append(rejects, pf.hunks[i])

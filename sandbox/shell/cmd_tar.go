@@ -983,7 +983,7 @@ func (t *tarCmd) extract(tr *tar.Reader, h *tar.Header, dest string, links *[]de
 	}
 	if t.toStdout {
 		if h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA {
-			if _, err := io.Copy(c.out, tr); err != nil {
+			if _, err := io.Copy(c.out, stoppableReader{tr, c.ctx}); err != nil {
 				return err
 			}
 		}
@@ -1047,14 +1047,19 @@ func (t *tarCmd) extract(tr *tar.Reader, h *tar.Header, dest string, links *[]de
 			t.warn("%s: Cannot open: %s", shown, errText(err))
 			return nil
 		}
-		_, err = io.Copy(f, tr)
+		// block by block, stopping with the call, holes kept: a sparse
+		// member of a TiB in a 10 KB archive was written out, zeros
+		// and all, minutes past the call's end
+		err = c.copyData(stoppable{f, c.ctx}, tr)
 		f.Close()
 		if err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, io.EOF) {
 				t.fatal("Unexpected EOF in archive")
 				return errTarFatal
 			}
-			t.warn("%s: Cannot write: %s", shown, errText(err))
+			if !c.canceled() {
+				t.warn("%s: Cannot write: %s", shown, errText(err))
+			}
 			return nil
 		}
 		ns.chmod(abs, mode)

@@ -203,66 +203,80 @@ func zipLegacyName(f *zip.File) bool {
 
 // unzipMatch is unzip's wildcard match: * and ? cross slashes, [...] is
 // a set ([!...] or [^...] its complement).
-func unzipMatch(p, s string) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '*':
-			for i := len(s); i >= 0; i-- {
-				if unzipMatch(p[1:], s[i:]) {
-					return true
-				}
-			}
+func unzipMatch(p, s string) bool { return unzipMatchStop(p, s, nil) }
+
+// unzipMatchStop is unzipMatch that gives up (false) once stop says so.
+// It goes through the name once, going back only to the last * seen:
+// each token but * takes one byte, so the last * can take over what an
+// earlier one would have, and the cost is at most the pattern's length
+// times the name's, never exponential (a recursion on each * took
+// '*a*a*a*a*a*a*b' against a name of 300 a's past any timeout).
+func unzipMatchStop(p, s string, stop func() bool) bool {
+	pi, si := 0, 0
+	starP, starS := -1, 0
+	steps := 0
+	for si < len(s) {
+		if steps++; steps&0x3fff == 0 && stop != nil && stop() {
 			return false
-		case '\\':
-			if len(p) > 1 {
-				p = p[1:]
-			}
-			if s == "" || p[0] != s[0] {
-				return false
-			}
-			p, s = p[1:], s[1:]
-		case '?':
-			if s == "" {
-				return false
-			}
-			p, s = p[1:], s[1:]
-		case '[':
-			end := strings.IndexByte(p[1:], ']')
-			if end < 0 || s == "" {
-				if s == "" || s[0] != '[' {
-					return false
-				}
-				p, s = p[1:], s[1:]
+		}
+		if pi < len(p) && p[pi] == '*' {
+			starP, starS = pi, si
+			pi++
+			continue
+		}
+		if pi < len(p) {
+			if next, ok := unzipOne(p, pi, s[si]); ok {
+				pi, si = next, si+1
 				continue
 			}
-			set := p[1 : 1+end]
-			neg := strings.HasPrefix(set, "!") || strings.HasPrefix(set, "^")
-			if neg {
-				set = set[1:]
-			}
-			in := false
-			for i := 0; i < len(set); i++ {
-				if i+2 < len(set) && set[i+1] == '-' {
-					if s[0] >= set[i] && s[0] <= set[i+2] {
-						in = true
-					}
-					i += 2
-				} else if set[i] == s[0] {
+		}
+		if starP < 0 {
+			return false
+		}
+		starS++
+		pi, si = starP+1, starS
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// unzipOne matches the token of p at i (not a *) against the byte ch: it
+// returns where the next token starts.
+func unzipOne(p string, i int, ch byte) (int, bool) {
+	switch p[i] {
+	case '\\':
+		if i+1 < len(p) {
+			i++
+		}
+		return i + 1, p[i] == ch
+	case '?':
+		return i + 1, true
+	case '[':
+		end := strings.IndexByte(p[i+1:], ']')
+		if end < 0 {
+			return i + 1, ch == '['
+		}
+		set := p[i+1 : i+1+end]
+		neg := strings.HasPrefix(set, "!") || strings.HasPrefix(set, "^")
+		if neg {
+			set = set[1:]
+		}
+		in := false
+		for j := 0; j < len(set); j++ {
+			if j+2 < len(set) && set[j+1] == '-' {
+				if ch >= set[j] && ch <= set[j+2] {
 					in = true
 				}
+				j += 2
+			} else if set[j] == ch {
+				in = true
 			}
-			if in == neg {
-				return false
-			}
-			p, s = p[2+end:], s[1:]
-		default:
-			if s == "" || p[0] != s[0] {
-				return false
-			}
-			p, s = p[1:], s[1:]
 		}
+		return i + 2 + end, in != neg
 	}
-	return s == ""
+	return i + 1, p[i] == ch
 }
 
 func cmdUnzip(c *cmd) int {
@@ -371,9 +385,12 @@ func cmdUnzip(c *cmd) int {
 	matched := make([]bool, len(u.patterns))
 	var files []*zip.File
 	for _, zf := range zr.File {
+		if c.canceled() {
+			return 1
+		}
 		sel := len(u.patterns) == 0
 		for i, p := range u.patterns {
-			if unzipMatch(p, zf.Name) {
+			if unzipMatchStop(p, zf.Name, c.canceled) {
 				sel, matched[i] = true, true
 			}
 		}

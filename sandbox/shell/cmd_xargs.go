@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"strings"
@@ -128,28 +129,57 @@ run:
 	if err != nil {
 		return 1
 	}
-	var items []string
+	// the input as a string (a copy) and the items are charged before
+	// they are made: a string header each (and, split by blanks, a copy
+	// of its bytes); 60 MB of "a\0" made 2 GiB that the call's budget
+	// never saw
+	count, size := 0, int64(len(data))
 	switch {
 	case nullSep:
-		for _, s := range strings.Split(string(data), "\x00") {
+		count = bytes.Count(data, []byte{0}) + 1
+	case delim != "":
+		count = bytes.Count(data, []byte(delim)) + 1
+	case replace != "":
+		count = bytes.Count(data, []byte{'\n'}) + 1
+	default:
+		count = xargsMaxItems(data)
+		size += 8*int64(count) + int64(len(data))
+	}
+	if !c.grow(16*int64(count) + size) {
+		return 1
+	}
+	text := string(data)
+	data = nil
+	items := make([]string, 0, count)
+	switch {
+	case nullSep:
+		for rest, more := text, true; more; {
+			var s string
+			s, rest, more = strings.Cut(rest, "\x00")
 			if s != "" {
 				items = append(items, s)
 			}
 		}
 	case delim != "":
-		items = strings.Split(string(data), delim)
+		for rest, more := text, true; more; {
+			var s string
+			s, rest, more = strings.Cut(rest, delim)
+			items = append(items, s)
+		}
 		if n := len(items); n > 0 && items[n-1] == "" {
 			items = items[:n-1]
 		}
 	case replace != "":
-		for _, l := range strings.Split(string(data), "\n") {
+		for rest, more := text, true; more; {
+			var l string
+			l, rest, more = strings.Cut(rest, "\n")
 			l = strings.TrimLeft(l, " \t")
 			if l != "" {
 				items = append(items, l)
 			}
 		}
 	default:
-		items = xargsSplit(string(data))
+		items = xargsSplit(text, items)
 	}
 	if len(items) == 0 && (noRunEmpty || replace != "") {
 		return 0
@@ -203,10 +233,23 @@ run:
 	return status
 }
 
+// xargsMaxItems is at most how many items xargsSplit makes of data: an
+// item starts only where a blank is followed by something else.
+func xargsMaxItems(data []byte) int {
+	n, blank := 0, true
+	for _, ch := range data {
+		b := ch == ' ' || ch == '\t' || ch == '\n'
+		if blank && !b {
+			n++
+		}
+		blank = b
+	}
+	return n
+}
+
 // xargsSplit splits xargs input: blanks and newlines separate, quotes
 // and backslashes escape.
-func xargsSplit(s string) []string {
-	var out []string
+func xargsSplit(s string, out []string) []string {
 	var cur strings.Builder
 	in := false
 	quote := byte(0)
