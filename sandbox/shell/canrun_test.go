@@ -88,7 +88,7 @@ func TestCanRun(t *testing.T) {
 		{"find -a -name x", false},
 		{"find . -name x -o", false},
 		{"jq -C . f", false},
-		{"jq -a . f", false},
+		{"jq -a . f", true},
 		{"xargs -a list cat", false},
 		{"xargs -E end cat", false},
 		{"env -S 'cat x'", false},
