@@ -130,6 +130,7 @@ func cmdJq(c *cmd) int {
 		gojq.WithFunction(jqSubFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqSub, "subtracted", args[0], args[1]) }),
 		gojq.WithFunction(jqDivFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqDiv, "divided", args[0], args[1]) }),
 		gojq.WithFunction(jqModFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqMod, "divided", args[0], args[1]) }),
+		gojq.WithFunction(jqNegFunc, 1, 1, func(_ any, args []any) any { return order.neg(args[0]) }),
 		gojq.WithFunction(jqValsFunc, 0, 0, func(v any, _ []any) any { return order.values(v) }),
 		gojq.WithFunction(jqKeysFunc, 0, 0, func(v any, _ []any) any { return order.keysOf(v) }),
 		gojq.WithFunction(jqToJSONFunc, 0, 0, func(v any, _ []any) any {
@@ -370,6 +371,12 @@ func jqBoundMul(q *gojq.Query) {
 		}
 		if t.Unary != nil {
 			walkT(t.Unary.Term)
+			if t.Unary.Op == gojq.OpSub {
+				// gojq's -x of an int 0 is 0; jq 1.6's numbers are
+				// doubles, and -0 prints as -0
+				arg := &gojq.Query{Term: t.Unary.Term}
+				*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqNegFunc, Args: []*gojq.Query{arg}}, SuffixList: t.SuffixList}
+			}
 		}
 		if t.Str != nil {
 			for _, q := range t.Str.Queries {

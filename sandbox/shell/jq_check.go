@@ -35,6 +35,7 @@ const (
 	jqSubFunc    = "_computerfs_sub"
 	jqDivFunc    = "_computerfs_div"
 	jqModFunc    = "_computerfs_mod"
+	jqNegFunc    = "_computerfs_neg"
 )
 
 // jqFuncs are the functions (name/arity) a filter may call on the fast
@@ -184,9 +185,9 @@ func jqFilterCheck(q *gojq.Query) string {
 				walkQ(kv.Val)
 			}
 		case gojq.TermTypeString:
-			if t.Str.Queries != nil {
-				why = "string interpolation (gojq prints objects and numbers in it its own way)"
-				return
+			// "\(q)" is q | tostring, jqPrelude's (1.6's key order and numbers)
+			for _, q := range t.Str.Queries {
+				walkQ(q)
 			}
 		}
 		if t.Index != nil {
@@ -285,6 +286,11 @@ func jqCanRun(words []string, lits []bool) string {
 	}
 	if !have {
 		return "jq without a filter is not built in"
+	}
+	if tooNested(filter) || tooManyOperators(filter, maxJqOperators) {
+		// cmdJq refuses it (gojq's parse recurses on each level and
+		// operator): jq 1.6 answers it
+		return "jq with a filter past the fast path's bounds of nesting and operators is not built in"
 	}
 	q, err := gojq.Parse(filter)
 	if err != nil {

@@ -611,7 +611,58 @@ func (o *jqOrder) binop(code *gojq.Code, verb string, a, b any) any {
 		return jqErr(o.preview(a) + " and " + o.preview(b) + " cannot be " + verb)
 	}
 	v, _ := code.Run(nil, a, b).Next()
+	if z, ok := toFloat(v); ok && z == 0 && ta == "number" && tb == "number" {
+		// a zero as jq 1.6's doubles sign it (gojq's ints have no -0)
+		sa, sb := jqSignbit(a), jqSignbit(b)
+		neg := false
+		switch {
+		case code == jqMul || code == jqDiv:
+			neg = sa != sb
+		case code == jqMod:
+			neg = sa
+		case code == jqAdd:
+			neg = sa && sb
+		case code == jqSub:
+			neg = sa && !sb
+		}
+		if neg {
+			return math.Copysign(0, -1)
+		}
+		return 0
+	}
 	return v
+}
+
+// jqSignbit is whether a number is negative or -0.
+func jqSignbit(v any) bool {
+	switch x := v.(type) {
+	case int:
+		return x < 0
+	case float64:
+		return math.Signbit(x)
+	case *big.Int:
+		return x.Sign() < 0
+	}
+	return false
+}
+
+// neg is -x as jq 1.6 computes it (-0 for 0).
+func (o *jqOrder) neg(v any) any {
+	switch x := v.(type) {
+	case int:
+		if x == 0 {
+			return math.Copysign(0, -1)
+		}
+		if x == math.MinInt {
+			return -float64(x)
+		}
+		return -x
+	case float64:
+		return -x
+	case *big.Int:
+		return new(big.Int).Neg(x)
+	}
+	return jqErr(o.preview(v) + " cannot be negated")
 }
 
 func toFloat(v any) (float64, bool) {

@@ -97,6 +97,8 @@ func deepScripts() []string {
 		strings.Repeat("echo | ", 400000) + "cat",
 		strings.Repeat("((", 1000000),
 		"echo " + strings.Repeat("$(", 500000),
+		"jq -n '" + strings.Repeat("1+", 100000) + "1'", // jqCanRun parsed it before it routed
+		"jq -n '[" + strings.Repeat("[", 100000) + "]'",
 	}
 }
 
