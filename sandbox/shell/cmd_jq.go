@@ -131,11 +131,27 @@ func cmdJq(c *cmd) int {
 		gojq.WithFunction(jqDivFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqDiv, "divided", args[0], args[1]) }),
 		gojq.WithFunction(jqModFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqMod, "divided", args[0], args[1]) }),
 		gojq.WithFunction(jqNegFunc, 1, 1, func(_ any, args []any) any { return order.neg(args[0]) }),
+		gojq.WithFunction(jqRowFormats["@csv"], 0, 0, func(v any, _ []any) any { return order.row("csv", v) }),
+		gojq.WithFunction(jqRowFormats["@tsv"], 0, 0, func(v any, _ []any) any { return order.row("tsv", v) }),
+		gojq.WithFunction(jqRowFormats["@sh"], 0, 0, func(v any, _ []any) any { return order.row("sh", v) }),
 		gojq.WithFunction(jqValsFunc, 0, 0, func(v any, _ []any) any { return order.values(v) }),
 		gojq.WithFunction(jqKeysFunc, 0, 0, func(v any, _ []any) any { return order.keysOf(v) }),
 		gojq.WithFunction(jqToJSONFunc, 0, 0, func(v any, _ []any) any {
 			p := jqPrinter{order: order, compact: true}
-			return p.encode(v)
+			if s := p.encode(v); p.err == nil {
+				return s
+			}
+			return p.err
+		}),
+		gojq.WithFunction(jqToStrFunc, 0, 0, func(v any, _ []any) any {
+			if s, ok := v.(string); ok {
+				return s
+			}
+			p := jqPrinter{order: order, compact: true}
+			if s := p.encode(v); p.err == nil {
+				return s
+			}
+			return p.err
 		}),
 		gojq.WithFunction(jqObjFunc, 1, 1, func(v any, args []any) any { return order.object(v, args[0]) }),
 		gojq.WithFunction(jqMatchGuard, 0, 0, jqMatchCheck),
@@ -263,7 +279,11 @@ func cmdJq(c *cmd) int {
 			if s, ok := v.(string); ok && raw && !ascii {
 				c.out.WriteString(s)
 			} else {
-				c.out.WriteString(printer.encode(v))
+				s := printer.encode(v)
+				if printer.err != nil {
+					return 5
+				}
+				c.out.WriteString(s)
 			}
 			if !join {
 				c.out.WriteString("\n")
@@ -281,11 +301,20 @@ func cmdJq(c *cmd) int {
 	return status
 }
 
+// jqStringFormats are the formats that take a value as its tostring.
+var jqStringFormats = map[string]bool{"@base64": true, "@base64d": true, "@uri": true, "@html": true}
+
+// jqRowFormats are the formats of a row, which the call's own functions
+// print as 1.6 does (see jqOrder.row).
+var jqRowFormats = map[string]string{"@csv": "_computerfs_csv", "@tsv": "_computerfs_tsv", "@sh": "_computerfs_sh"}
+
 // jqMulFunc and jqAddFunc are what a * b and a + b of a jq filter call
-// (see jqBoundMul).
+// (see jqBoundMul); jqToStrFunc is the tostring the formats of
+// jqStringFormats take.
 const (
-	jqMulFunc = "_computerfs_mul"
-	jqAddFunc = "_computerfs_add"
+	jqMulFunc   = "_computerfs_mul"
+	jqAddFunc   = "_computerfs_add"
+	jqToStrFunc = "_computerfs_tostring"
 )
 
 // jqBoundMul makes every a * b and a + b of the filter call jqMulFunc
@@ -297,6 +326,7 @@ func jqBoundMul(q *gojq.Query) {
 	var walkQ func(q *gojq.Query)
 	var walkT func(t *gojq.Term)
 	seen := map[*gojq.Term]bool{}
+	formats := map[*gojq.Term]bool{} // the formats that take tostring's
 	walkQ = func(q *gojq.Query) {
 		if q == nil {
 			return
@@ -322,6 +352,18 @@ func jqBoundMul(q *gojq.Query) {
 			return
 		}
 		jqOrderTerm(t, seen)
+		if t.Type == gojq.TermTypeFormat && t.Str == nil && jqRowFormats[t.Format] != "" {
+			// 1.6's numbers (1e+17) and error texts
+			*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqRowFormats[t.Format]}, SuffixList: t.SuffixList}
+		}
+		if t.Type == gojq.TermTypeFormat && t.Str == nil && jqStringFormats[t.Format] && !formats[t] {
+			// gojq's formats print a value that is not a string with
+			// its own tostring (keys sorted, no max depth): jqPrelude's
+			f := &gojq.Term{Type: gojq.TermTypeFormat, Format: t.Format}
+			formats[f] = true
+			tostring := &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqToStrFunc}}}
+			*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{Left: tostring, Op: gojq.OpPipe, Right: &gojq.Query{Term: f}}, SuffixList: t.SuffixList}
+		}
 		if t.Index != nil {
 			walkQ(t.Index.Start)
 			walkQ(t.Index.End)

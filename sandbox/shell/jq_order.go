@@ -2,6 +2,7 @@ package shell
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -275,12 +276,40 @@ type jqPrinter struct {
 	compact       bool
 	indent        int
 	tab, ascii, S bool
+	// max, if set, is where encode may stop (a preview's few bytes).
+	max int
+	// err is why the last encode stopped short: the call's end, or its
+	// memory budget (a value that shares its parts, reduce range(50) as
+	// $i (0; [., .]), prints as 2^50 leaves).
+	err  error
+	mark int // b.Len() at the last check
 }
+
+// jqCheckEvery is how many bytes the printer writes between two looks
+// at the call's end and budget.
+const jqCheckEvery = 64 << 10
 
 func (p *jqPrinter) encode(v any) string {
 	var b strings.Builder
+	p.err, p.mark = nil, 0
 	p.enc(&b, v, 0)
 	return b.String()
+}
+
+// check says why the printer must stop after n bytes: the call ended,
+// or n bytes do not fit its memory budget.
+func (o *jqOrder) check(n int) error {
+	if o == nil || o.c == nil {
+		return nil
+	}
+	if o.c.canceled() {
+		return context.Cause(o.c.ctx)
+	}
+	if o.c.r.mem.over(int64(n)) {
+		o.c.r.mem.exceed(o.c.name)
+		return fmt.Errorf("output of %d bytes too large for the call's memory budget", n)
+	}
+	return nil
 }
 
 func (p *jqPrinter) nl(b *strings.Builder, depth int) {
@@ -297,7 +326,27 @@ func (p *jqPrinter) nl(b *strings.Builder, depth int) {
 
 func (p *jqPrinter) pretty() bool { return !p.compact && (p.indent > 0 || p.tab) }
 
+// jqMaxPrintDepth is jq 1.6's MAX_PRINT_DEPTH: a value nested deeper
+// prints as jqStripped. It also bounds the encoder's recursion (a value
+// nested a million times deep, 40 MB of arrays, took 512 MiB of stack).
+const jqMaxPrintDepth = 256
+
+const jqStripped = "<stripped: exceeds max depth>"
+
 func (p *jqPrinter) enc(b *strings.Builder, v any, depth int) {
+	if p.err != nil || p.max > 0 && b.Len() >= p.max {
+		return
+	}
+	if b.Len()-p.mark >= jqCheckEvery {
+		p.mark = b.Len()
+		if p.err = p.order.check(b.Len()); p.err != nil {
+			return
+		}
+	}
+	if depth > jqMaxPrintDepth {
+		b.WriteString(jqStripped)
+		return
+	}
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -311,7 +360,7 @@ func (p *jqPrinter) enc(b *strings.Builder, v any, depth int) {
 		f, _ := new(big.Float).SetInt(x).Float64()
 		b.WriteString(jqFormatNumber(f))
 	case json.Number:
-		b.WriteString(p.encode(jqNumber(string(x))))
+		p.enc(b, jqNumber(string(x)), depth)
 	case string:
 		jqString(b, x, p.ascii)
 	case []any:
@@ -376,7 +425,7 @@ func jqTypeName(v any) string {
 // jqPreview is how jq 1.6 shows a value in an error: its type and its
 // compact text cut to 11 bytes and "...".
 func (o *jqOrder) preview(v any) string {
-	p := jqPrinter{order: o, compact: true}
+	p := jqPrinter{order: o, compact: true, max: 15}
 	s := p.encode(v)
 	if len(s) > 14 {
 		s = s[:11] + "..."
@@ -676,4 +725,56 @@ func toFloat(v any) (float64, bool) {
 		return f, true
 	}
 	return 0, false
+}
+
+var (
+	jqCSVEscaper = strings.NewReplacer(`"`, `""`)
+	jqTSVEscaper = strings.NewReplacer("\t", `\t`, "\r", `\r`, "\n", `\n`, "\\", `\\`, "\x00", `\0`)
+	jqShEscaper  = strings.NewReplacer("'", `'\''`)
+)
+
+// row is @csv, @tsv or @sh of v as jq 1.6 prints it: numbers as 1.6
+// does, null empty (@sh: null), 1.6's error texts.
+func (o *jqOrder) row(typ string, v any) any {
+	vs, ok := v.([]any)
+	if !ok {
+		if typ != "sh" {
+			return jqErr(o.preview(v) + " cannot be " + typ + "-formatted, only array")
+		}
+		vs = []any{v}
+	}
+	var b strings.Builder
+	for i, e := range vs {
+		if i > 0 {
+			b.WriteString(map[string]string{"csv": ",", "tsv": "\t", "sh": " "}[typ])
+		}
+		switch x := e.(type) {
+		case []any, map[string]any:
+			if typ == "sh" {
+				return jqErr(o.preview(x) + " can not be escaped for shell")
+			}
+			return jqErr(o.preview(x) + " is not valid in a csv row")
+		case string:
+			switch typ {
+			case "csv":
+				b.WriteString(`"` + jqCSVEscaper.Replace(x) + `"`)
+			case "tsv":
+				b.WriteString(jqTSVEscaper.Replace(x))
+			default:
+				b.WriteString("'" + jqShEscaper.Replace(x) + "'")
+			}
+		case nil:
+			if typ == "sh" {
+				b.WriteString("null")
+			}
+		default:
+			b.WriteString(o.compactOf(x))
+		}
+		if b.Len() > 1<<20 {
+			if err := o.check(b.Len()); err != nil {
+				return err
+			}
+		}
+	}
+	return b.String()
 }
