@@ -57,3 +57,27 @@ func FuzzJq(f *testing.F) {
 		}
 	})
 }
+
+// TestJqCanRunBounds: a literal filter past cmdJq's bounds (which refuses
+// it, unlike jq 1.6) routes to the sandbox before gojq parses it, and
+// routing it takes no time; one within them stays.
+func TestJqCanRunBounds(t *testing.T) {
+	for _, c := range []struct {
+		filter string
+		ok     bool
+	}{
+		{strings.Repeat("1+", 100) + "1", true},
+		{strings.Repeat("1+", maxJqOperators+1) + "1", false},
+		{strings.Repeat("1,", 30000) + "1", false},
+		{strings.Repeat("[", maxNesting+1) + strings.Repeat("]", maxNesting+1), false},
+	} {
+		start := time.Now()
+		ok, why := CanRun("jq -n '" + c.filter + "'")
+		if ok != c.ok || !ok && !strings.Contains(why, "bounds") && !strings.Contains(why, "nests") {
+			t.Errorf("%.40s... (%d bytes): routed %v (%s), want %v", c.filter, len(c.filter), !ok, why, !c.ok)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%.40s...: routing took %v", c.filter, d)
+		}
+	}
+}
