@@ -91,6 +91,7 @@ fuzz: ## fuzz the store's operations and name handling for a while
 	$(GO) test -run '^$$' -fuzz FuzzChecker -fuzztime 30s -fuzzminimizetime 5s ./policy/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime 1m -fuzzminimizetime 5s ./wsfs/
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzExecInPipeline -fuzztime 1m -fuzzminimizetime 5s ./sandbox/shell/
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzJq -fuzztime 1m -fuzzminimizetime 5s ./sandbox/shell/
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime 20s -fuzzminimizetime 5s ./internal/textsafe/
 
 run: build ## demo: mount a workspace from a spec with a local git repository, refresh it, remount

@@ -223,6 +223,8 @@ func checkCommand(words []string, lits []bool, funcs map[string]bool, rt *router
 		}
 	case name == "printf":
 		return printfCheck(words[1:])
+	case name == "jq":
+		return jqCanRun(words, lits)
 	}
 	// the table the commands run from (see command)
 	if d := builtins[name]; d != nil {

@@ -88,7 +88,7 @@ func TestCanRun(t *testing.T) {
 		{"find -a -name x", false},
 		{"find . -name x -o", false},
 		{"jq -C . f", false},
-		{"jq -a . f", false},
+		{"jq -a . f", true},
 		{"xargs -a list cat", false},
 		{"xargs -E end cat", false},
 		{"env -S 'cat x'", false},
@@ -170,6 +170,9 @@ func TestCorpusCanRun(t *testing.T) {
 			// bash -x: the trace would be the fast path's
 		case strings.Contains(why, "IFS other than blanks"):
 			// the interpreter drops empty fields (divergent)
+		case strings.Contains(why, "unlike jq 1.6"):
+			// a jq form the fast path does not answer as the sandbox's
+			// jq 1.6 (jq_check.go): .a += 1 keeps the keys' order there
 		case strings.Contains(why, "reads its script from stdin"):
 			// echo '...' | bash: the script is only known at run time
 		case strings.Contains(why, "No such file or directory") || strings.Contains(why, "may change a script") ||

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -12,43 +11,23 @@ import (
 )
 
 func init() {
-	register(&command{names: []string{"jq"}, run: cmdJq, opts: opts("rjcsneSRM", "raw-output", "join-output", "compact-output", "slurp", "null-input",
-		"exit-status", "sort-keys", "raw-input", "tab", "monochrome-output", "indent=", "arg=", "argjson="), ownArgs: true, check: jqCheck})
+	register(&command{names: []string{"jq"}, run: cmdJq, opts: opts("rjcsneSRMa", "raw-output", "join-output", "compact-output", "slurp", "null-input",
+		"exit-status", "sort-keys", "raw-input", "tab", "monochrome-output", "ascii-output", "indent=", "arg=", "argjson="), ownArgs: true, check: jqCheck})
 }
 
-// jqCheck routes the options that cmdJq's loop does not take, and -C and
-// -a, which it takes and ignores (colours, \u escapes).
+// jqCheck is jqCanRun for a command line whose words are all literal.
 func jqCheck(args []string) string {
-	for len(args) > 0 {
-		a := args[0]
-		args = args[1:]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			continue
-		}
-		switch a {
-		case "-r", "--raw-output", "-j", "--join-output", "-c", "--compact-output", "-s", "--slurp", "-n", "--null-input",
-			"-e", "--exit-status", "-S", "--sort-keys", "-R", "--raw-input", "--tab", "-M", "--monochrome-output":
-		case "--indent":
-			if len(args) > 0 {
-				args = args[1:]
-			}
-		case "--arg", "--argjson":
-			if len(args) > 1 {
-				args = args[2:]
-			}
-		default:
-			if len(a) > 2 && a[1] != '-' && strings.Trim(a[1:], "rjcsneSRM") == "" {
-				continue
-			}
-			return "jq " + a + " is not built in"
-		}
+	words := append([]string{"jq"}, args...)
+	lits := make([]bool, len(words))
+	for i := range lits {
+		lits[i] = true
 	}
-	return ""
+	return jqCanRun(words, lits)
 }
 
 func cmdJq(c *cmd) int {
 	args := c.args[1:]
-	raw, compact, slurp, nullIn, exitStatus, sortKeys, join, tab, rawIn := false, false, false, false, false, false, false, false, false
+	raw, compact, slurp, nullIn, exitStatus, sortKeys, join, tab, rawIn, ascii := false, false, false, false, false, false, false, false, false, false
 	indent := 2
 	var names []string
 	var values []any
@@ -84,7 +63,9 @@ func cmdJq(c *cmd) int {
 			rawIn = true
 		case "--tab":
 			tab = true
-		case "-M", "--monochrome-output", "-C", "--color-output", "-a", "--ascii-output":
+		case "-a", "--ascii-output":
+			ascii = true
+		case "-M", "--monochrome-output", "-C", "--color-output":
 		case "--indent":
 			if len(args) == 0 {
 				return 2
@@ -105,12 +86,12 @@ func cmdJq(c *cmd) int {
 					c.errorf("invalid JSON text passed to --argjson")
 					return 2
 				}
-				values = append(values, normJSON(v))
+				values = append(values, jqRawJSON(args[1]))
 			}
 			args = args[2:]
 		default:
 			// bundled short flags like -rc
-			if len(a) > 2 && a[1] != '-' && strings.Trim(a[1:], "rjcsneSRM") == "" {
+			if len(a) > 2 && a[1] != '-' && strings.Trim(a[1:], "rjcsneSRMa") == "" {
 				for _, f := range a[1:] {
 					args = append([]string{"-" + string(f)}, args...)
 				}
@@ -123,7 +104,7 @@ func cmdJq(c *cmd) int {
 	if !haveFilter {
 		filter = "."
 	}
-	_ = sortKeys // gojq always sorts object keys
+	order := &jqOrder{c: c}
 	if tooNested(filter) {
 		c.errorf("error: filter nests deeper than the fast path's limit of %d levels\ncompile error", maxNesting)
 		return 3
@@ -134,15 +115,45 @@ func cmdJq(c *cmd) int {
 		c.errorf("error: filter has more than the fast path's limit of %d operators\ncompile error", maxJqOperators)
 		return 3
 	}
-	q, err := gojq.Parse(filter)
+	q, err := gojq.Parse(jqPrelude + filter)
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
 	}
+	for i, v := range values {
+		values[i] = order.adopt(v)
+	}
 	jqBoundMul(q)
 	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
-		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(args[0], args[1]) }),
-		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(args[0], args[1]) }),
+		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(order, args[0], args[1]) }),
+		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(order, args[0], args[1]) }),
+		gojq.WithFunction(jqSubFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqSub, "subtracted", args[0], args[1]) }),
+		gojq.WithFunction(jqDivFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqDiv, "divided", args[0], args[1]) }),
+		gojq.WithFunction(jqModFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqMod, "divided", args[0], args[1]) }),
+		gojq.WithFunction(jqNegFunc, 1, 1, func(_ any, args []any) any { return order.neg(args[0]) }),
+		gojq.WithFunction(jqRowFormats["@csv"], 0, 0, func(v any, _ []any) any { return order.row("csv", v) }),
+		gojq.WithFunction(jqRowFormats["@tsv"], 0, 0, func(v any, _ []any) any { return order.row("tsv", v) }),
+		gojq.WithFunction(jqRowFormats["@sh"], 0, 0, func(v any, _ []any) any { return order.row("sh", v) }),
+		gojq.WithFunction(jqValsFunc, 0, 0, func(v any, _ []any) any { return order.values(v) }),
+		gojq.WithFunction(jqKeysFunc, 0, 0, func(v any, _ []any) any { return order.keysOf(v) }),
+		gojq.WithFunction(jqToJSONFunc, 0, 0, func(v any, _ []any) any {
+			p := jqPrinter{order: order, compact: true}
+			if s := p.encode(v); p.err == nil {
+				return s
+			}
+			return p.err
+		}),
+		gojq.WithFunction(jqToStrFunc, 0, 0, func(v any, _ []any) any {
+			if s, ok := v.(string); ok {
+				return s
+			}
+			p := jqPrinter{order: order, compact: true}
+			if s := p.encode(v); p.err == nil {
+				return s
+			}
+			return p.err
+		}),
+		gojq.WithFunction(jqObjFunc, 1, 1, func(v any, args []any) any { return order.object(v, args[0]) }),
 		gojq.WithFunction(jqMatchGuard, 0, 0, jqMatchCheck),
 		gojq.WithFunction(jqRegexGuard, 1, 1, jqRegexCheck))
 	if err != nil {
@@ -154,22 +165,42 @@ func cmdJq(c *cmd) int {
 	if len(files) == 0 && !(nullIn && !strings.Contains(filter, "input")) {
 		files = []string{"-"}
 	}
+	name := "<stdin>"
 	for _, f := range files {
 		b, err := c.readFile(f)
 		if err != nil {
 			c.errorf("error: Could not open %s: %s", f, errText(err))
 			return 2
 		}
+		if f != "-" {
+			name = f
+		}
 		data = append(data, b...)
 	}
+	// where jq 1.6 says an error was: the lines it read (a line at a
+	// time) when the value was complete
+	lineAt := func(off int64) int {
+		n := bytes.Count(data[:off], []byte("\n"))
+		if bytes.IndexByte(data[off:], '\n') >= 0 {
+			n++
+		}
+		return n
+	}
 	var inputs []any
+	var ends []int64
 	if rawIn {
-		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 		if slurp {
 			inputs = []any{string(data)}
+			ends = []int64{int64(len(data))}
 		} else if len(data) > 0 {
-			for _, l := range lines {
-				inputs = append(inputs, l)
+			off := int64(0)
+			for _, l := range strings.SplitAfter(string(data), "\n") {
+				if l == "" {
+					continue
+				}
+				off += int64(len(l))
+				inputs = append(inputs, strings.TrimSuffix(l, "\n"))
+				ends = append(ends, off-1)
 			}
 		}
 	} else {
@@ -177,37 +208,35 @@ func cmdJq(c *cmd) int {
 		if !c.grow(4 * int64(len(data))) {
 			return 2
 		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var all []any
-		for {
-			var v any
-			if err := dec.Decode(&v); err == io.EOF {
-				break
-			} else if err != nil {
-				c.errorf("error (at <stdin>:0): %v", err)
-				return 2
-			}
-			all = append(all, normJSON(v))
+		all, allEnds, err := order.decodeAll(data)
+		if order.fail {
+			return 2
+		}
+		if err != nil {
+			c.out.Flush()
+			fmt.Fprintf(c.stderr, "parse error: %v\n", err)
+			return 2
 		}
 		if slurp {
 			if all == nil {
 				all = []any{}
 			}
 			inputs = []any{all}
+			ends = []int64{int64(len(data))}
 		} else {
-			inputs = all
+			inputs, ends = all, allEnds
 		}
 	}
 	if nullIn {
 		inputs = []any{nil}
 	}
+	printer := &jqPrinter{order: order, compact: compact, indent: indent, tab: tab, ascii: ascii, S: sortKeys}
 	status := 0
 	var last any = false
 	produced := false
 	defer c.engine()()
 	ctx := engineCtx{c.ctx, c.r.mem}
-	for _, in := range inputs {
+	for i, in := range inputs {
 		iter := code.RunWithContext(ctx, in, values...)
 		for {
 			v, ok := iter.Next()
@@ -218,20 +247,43 @@ func cmdJq(c *cmd) int {
 				if he, ok := err.(*gojq.HaltError); ok && he.Value() == nil {
 					return he.ExitCode()
 				}
-				if c.canceled() {
+				if c.canceled() || order.fail {
 					return 5
 				}
 				c.out.Flush()
-				fmt.Fprintf(c.stderr, "jq: error (at <stdin>:0): %v\n", err)
+				pos := "<unknown>"
+				if !nullIn {
+					pos = fmt.Sprintf("%s:%d", name, lineAt(ends[i]))
+				}
+				msg := ": " + jqErrText(err)
+				if ve, ok := err.(gojq.ValueError); ok && !isJqErr(err) {
+					switch x := ve.Value().(type) {
+					case nil:
+						// jq 1.6 takes error(null) for the end of the input's outputs
+						msg = ""
+					case string:
+						msg = ": " + x
+					default:
+						msg = " (not a string): " + order.compactOf(x)
+					}
+					if msg == "" {
+						break
+					}
+				}
+				fmt.Fprintf(c.stderr, "jq: error (at %s)%s\n", pos, msg)
 				status = 5
 				break
 			}
 			produced = true
 			last = v
-			if s, ok := v.(string); ok && raw {
+			if s, ok := v.(string); ok && raw && !ascii {
 				c.out.WriteString(s)
 			} else {
-				c.out.WriteString(jqEncode(v, compact, indent, tab))
+				s := printer.encode(v)
+				if printer.err != nil {
+					return 5
+				}
+				c.out.WriteString(s)
 			}
 			if !join {
 				c.out.WriteString("\n")
@@ -249,121 +301,20 @@ func cmdJq(c *cmd) int {
 	return status
 }
 
-// normJSON turns json.Number into the int or float64 gojq works with.
-func normJSON(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil && i >= -1<<53 && i <= 1<<53 {
-			return int(i)
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = normJSON(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = normJSON(x[k])
-		}
-	}
-	return v
-}
+// jqStringFormats are the formats that take a value as its tostring.
+var jqStringFormats = map[string]bool{"@base64": true, "@base64d": true, "@uri": true, "@html": true}
 
-// jqEncode prints a value as jq does (keys sorted, as gojq keeps them).
-func jqEncode(v any, compact bool, indent int, tab bool) string {
-	var b strings.Builder
-	unit := strings.Repeat(" ", indent)
-	if tab {
-		unit = "\t"
-	}
-	if indent == 0 && !tab {
-		compact = true
-	}
-	var enc func(v any, depth int)
-	nl := func(depth int) {
-		if !compact {
-			b.WriteString("\n" + strings.Repeat(unit, depth))
-		}
-	}
-	enc = func(v any, depth int) {
-		switch x := v.(type) {
-		case nil:
-			b.WriteString("null")
-		case bool:
-			b.WriteString(strconv.FormatBool(x))
-		case int:
-			b.WriteString(strconv.Itoa(x))
-		case float64:
-			if x == float64(int64(x)) && x < 1e17 && x > -1e17 {
-				b.WriteString(strconv.FormatInt(int64(x), 10))
-			} else {
-				b.WriteString(strconv.FormatFloat(x, 'g', 17, 64))
-			}
-		case string:
-			b.WriteString(jsonString(x))
-		case []any:
-			if len(x) == 0 {
-				b.WriteString("[]")
-				return
-			}
-			b.WriteString("[")
-			for i, e := range x {
-				if i > 0 {
-					b.WriteString(",")
-				}
-				nl(depth + 1)
-				enc(e, depth+1)
-			}
-			nl(depth)
-			b.WriteString("]")
-		case map[string]any:
-			if len(x) == 0 {
-				b.WriteString("{}")
-				return
-			}
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sortStrings(keys)
-			b.WriteString("{")
-			for i, k := range keys {
-				if i > 0 {
-					b.WriteString(",")
-				}
-				nl(depth + 1)
-				b.WriteString(jsonString(k))
-				b.WriteString(":")
-				if !compact {
-					b.WriteString(" ")
-				}
-				enc(x[k], depth+1)
-			}
-			nl(depth)
-			b.WriteString("}")
-		default:
-			out, _ := gojq.Marshal(x)
-			b.Write(out)
-		}
-	}
-	enc(v, 0)
-	return b.String()
-}
-
-func jsonString(s string) string {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	e.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
-}
+// jqRowFormats are the formats of a row, which the call's own functions
+// print as 1.6 does (see jqOrder.row).
+var jqRowFormats = map[string]string{"@csv": "_computerfs_csv", "@tsv": "_computerfs_tsv", "@sh": "_computerfs_sh"}
 
 // jqMulFunc and jqAddFunc are what a * b and a + b of a jq filter call
-// (see jqBoundMul).
+// (see jqBoundMul); jqToStrFunc is the tostring the formats of
+// jqStringFormats take.
 const (
-	jqMulFunc = "_computerfs_mul"
-	jqAddFunc = "_computerfs_add"
+	jqMulFunc   = "_computerfs_mul"
+	jqAddFunc   = "_computerfs_add"
+	jqToStrFunc = "_computerfs_tostring"
 )
 
 // jqBoundMul makes every a * b and a + b of the filter call jqMulFunc
@@ -374,6 +325,8 @@ const (
 func jqBoundMul(q *gojq.Query) {
 	var walkQ func(q *gojq.Query)
 	var walkT func(t *gojq.Term)
+	seen := map[*gojq.Term]bool{}
+	formats := map[*gojq.Term]bool{} // the formats that take tostring's
 	walkQ = func(q *gojq.Query) {
 		if q == nil {
 			return
@@ -388,14 +341,28 @@ func jqBoundMul(q *gojq.Query) {
 		case gojq.OpMul:
 			l, r := q.Left, q.Right
 			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMulFunc, Args: []*gojq.Query{l, r}}}}
-		case gojq.OpAdd:
+		case gojq.OpAdd, gojq.OpSub, gojq.OpDiv, gojq.OpMod:
 			l, r := q.Left, q.Right
-			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqAddFunc, Args: []*gojq.Query{l, r}}}}
+			name := map[gojq.Operator]string{gojq.OpAdd: jqAddFunc, gojq.OpSub: jqSubFunc, gojq.OpDiv: jqDivFunc, gojq.OpMod: jqModFunc}[q.Op]
+			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{l, r}}}}
 		}
 	}
 	walkT = func(t *gojq.Term) {
 		if t == nil {
 			return
+		}
+		jqOrderTerm(t, seen)
+		if t.Type == gojq.TermTypeFormat && t.Str == nil && jqRowFormats[t.Format] != "" {
+			// 1.6's numbers (1e+17) and error texts
+			*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqRowFormats[t.Format]}, SuffixList: t.SuffixList}
+		}
+		if t.Type == gojq.TermTypeFormat && t.Str == nil && jqStringFormats[t.Format] && !formats[t] {
+			// gojq's formats print a value that is not a string with
+			// its own tostring (keys sorted, no max depth): jqPrelude's
+			f := &gojq.Term{Type: gojq.TermTypeFormat, Format: t.Format}
+			formats[f] = true
+			tostring := &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqToStrFunc}}}
+			*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{Left: tostring, Op: gojq.OpPipe, Right: &gojq.Query{Term: f}}, SuffixList: t.SuffixList}
 		}
 		if t.Index != nil {
 			walkQ(t.Index.Start)
@@ -446,6 +413,12 @@ func jqBoundMul(q *gojq.Query) {
 		}
 		if t.Unary != nil {
 			walkT(t.Unary.Term)
+			if t.Unary.Op == gojq.OpSub {
+				// gojq's -x of an int 0 is 0; jq 1.6's numbers are
+				// doubles, and -0 prints as -0
+				arg := &gojq.Query{Term: t.Unary.Term}
+				*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqNegFunc, Args: []*gojq.Query{arg}}, SuffixList: t.SuffixList}
+			}
 		}
 		if t.Str != nil {
 			for _, q := range t.Str.Queries {
@@ -492,7 +465,7 @@ func jqBoundMul(q *gojq.Query) {
 	walkQ(q)
 }
 
-var jqMul, jqAdd = jqBinop("*"), jqBinop("+")
+var jqMul, jqAdd, jqSub, jqDiv, jqMod = jqBinop("*"), jqBinop("+"), jqBinop("-"), jqBinop("/"), jqBinop("%")
 
 func jqBinop(op string) *gojq.Code {
 	q, err := gojq.Parse("$a " + op + " $b")
@@ -507,9 +480,13 @@ func jqBinop(op string) *gojq.Code {
 }
 
 // jqAdd is a + b, once what it makes fits the call's budget.
-func (c *cmd) jqAdd(a, b any) any {
+func (c *cmd) jqAdd(o *jqOrder, a, b any) any {
 	size := 0
 	switch x := a.(type) {
+	case map[string]any:
+		if y, ok := b.(map[string]any); ok {
+			return o.merge(x, y, false)
+		}
 	case int:
 		if y, ok := b.(int); ok {
 			if v := x + y; (v >= x) == (y >= 0) {
@@ -533,12 +510,16 @@ func (c *cmd) jqAdd(a, b any) any {
 		c.r.mem.exceed(c.name)
 		return fmt.Errorf("result of %d bytes too large for the call's memory budget", size)
 	}
-	v, _ := jqAdd.Run(nil, a, b).Next()
-	return v
+	return o.binop(jqAdd, "added", a, b)
 }
 
 // jqMul is a * b, once a string repeated fits the call's budget.
-func (c *cmd) jqMul(a, b any) any {
+func (c *cmd) jqMul(o *jqOrder, a, b any) any {
+	if x, ok := a.(map[string]any); ok {
+		if y, ok := b.(map[string]any); ok {
+			return o.merge(x, y, true)
+		}
+	}
 	s, n := a, b
 	if _, ok := s.(string); !ok {
 		s, n = b, a
@@ -556,8 +537,7 @@ func (c *cmd) jqMul(a, b any) any {
 			return fmt.Errorf("repeat string result too large for the call's memory budget: %d bytes * %g", len(str), f)
 		}
 	}
-	v, _ := jqMul.Run(nil, a, b).Next()
-	return v
+	return o.binop(jqMul, "multiplied", a, b)
 }
 
 // jqMatchGuard is called before the jq functions that match a regular

@@ -107,6 +107,12 @@ var memBombs = []string{
 	`jq -n '[range(1e7)] | tostream' > /dev/null`,
 	`jq -n 'reduce range(40) as $i ("x"; . + .) | length'`,
 	`seq 1000000 | jq -sR '[splits("\n")] | [.[] | . * 100]'`,
+	// the order-keeping encoder (a value that shares its parts prints as
+	// 2^n leaves) and the registration table of objects' key order
+	`jq -n 'reduce range(60) as $i (0; [., .])' > /dev/null`,
+	`jq -n 'reduce range(60) as $i ({}; {b: ., a: .}) | tojson | length'`,
+	`jq -n '[range(1e9) | {b: ., a: .}]'`,
+	`jq -n 'reduce range(1e9) as $i (null; {b: $i, a: .})'`,
 	// awk: awkBombs, below.
 	`x=$(cat /dev/zero)`,
 	`x=$(yes)`,

@@ -337,3 +337,16 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// jq's order-keeping decoder and encoder and the registration table of
+// objects' key order (jq_order.go): a value that shares its parts prints
+// as 2^60 leaves, nested objects fill the table.
+func init() {
+	runaways["jq"] = append(runaways["jq"],
+		`jq -n 'reduce range(60) as $i (0; [., .])' > /dev/null`,
+		`jq -n 'reduce range(60) as $i ({}; {b: ., a: .}) | tojson | length'`,
+		`jq -n 'reduce range(1e9) as $i (null; {b: $i, a: .})'`,
+		`yes '{"b":1,"a":[2,{"d":3,"c":4}]}' | jq -c 'keys_unsorted, to_entries' > /dev/null`,
+		`jq -n '[range(1e9)] | @csv'`,
+		`jq -n 'reduce range(1e9) as $i ("x"; "\(.)")' > /dev/null`)
+}

@@ -97,6 +97,7 @@ func deepScripts() []string {
 		strings.Repeat("echo | ", 400000) + "cat",
 		strings.Repeat("((", 1000000),
 		"echo " + strings.Repeat("$(", 500000),
+		"jq -n '" + strings.Repeat("1+", 3000) + "1'", // under the script's bounds; jqCanRun parsed it before it routed
 	}
 }
 
