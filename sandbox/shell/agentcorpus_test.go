@@ -63,44 +63,63 @@ func TestAgentCorpus(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Fatal("bash is needed for the differential tests")
 	}
-	entries := readCorpusFile(t, "testdata/corpus-agents.txt")
-	if len(entries) < 150 {
-		t.Fatalf("agent corpus has %d entries", len(entries))
+	c := runAutoCorpus(t, "corpus-agents.txt", 150, agentCorpusKnown, "bash")
+	t.Logf("agent corpus: %d commands; on the fast path and identical to bash %d (%.1f%%), sent to the sandbox %d (%.1f%%), wrong on the fast path %d (%.1f%%, %d of them known); right under auto %.1f%%; routed by kind: %v",
+		c.n, c.fast, c.pct(c.fast), c.n-c.fast-c.wrong, c.pct(c.n-c.fast-c.wrong), c.wrong, c.pct(c.wrong), c.known, c.pct(c.n-c.wrong), c.routed)
+}
+
+// corpusShares is what runAutoCorpus counts: commands, those on the fast
+// path and identical to the reference, those on the fast path and
+// different (known: listed with their reason), and the routed by kind.
+type corpusShares struct {
+	n, fast, wrong, known int
+	routed                map[string]int
+}
+
+func (c corpusShares) pct(k int) float64 { return 100 * float64(k) / float64(c.n) }
+
+// runAutoCorpus runs testdata/FILE (at least minEntries commands) as auto
+// routes them: what CanRunIn accepts runs on the fast path and must match
+// the reference (bash, GNU tools, jq 1.6: named ref in the messages) on
+// a tmpfs copy of the fixture, stdout, stderr and status byte for byte,
+// unless known lists it with its reason; a listed command that matches
+// fails too, so that the list shrinks as the fast path gets better.
+func runAutoCorpus(t *testing.T, file string, minEntries int, known map[string]string, ref string) corpusShares {
+	entries := readCorpusFile(t, "testdata/"+file)
+	if len(entries) < minEntries {
+		t.Fatalf("%s has %d entries", file, len(entries))
 	}
-	fast, wrong, known := 0, 0, 0
-	routed := map[string]int{}
+	c := corpusShares{n: len(entries), routed: map[string]int{}}
 	for _, e := range entries {
 		ok, why, got, gotErr, code := autoRun(t, e.cmd)
 		if !ok {
-			routed[routeKind(why)]++
+			c.routed[routeKind(why)]++
 			if testing.Verbose() {
-				t.Logf("corpus-agents.txt:%d: routed: %s: %s", e.line, why, e.cmd)
+				t.Logf("%s:%d: routed: %s: %s", file, e.line, why, e.cmd)
 			}
 			continue
 		}
 		want, wantErr, wantCode := bashRunBoth(t, e.cmd)
+		reason, listed := known[e.cmd]
 		if got != want || gotErr != wantErr || code != wantCode {
-			wrong++
-			if why, ok := agentCorpusKnown[e.cmd]; ok {
-				known++
+			c.wrong++
+			if listed {
+				c.known++
 				if testing.Verbose() {
-					t.Logf("corpus-agents.txt:%d: known to differ: %s: %s", e.line, why, e.cmd)
+					t.Logf("%s:%d: known to differ: %s: %s", file, e.line, reason, e.cmd)
 				}
 				continue
 			}
-			t.Errorf("corpus-agents.txt:%d: %s\n--- fast path (status %d):\n%s--- stderr:\n%s--- bash (status %d):\n%s--- stderr:\n%s",
-				e.line, e.cmd, code, got, gotErr, wantCode, want, wantErr)
+			t.Errorf("%s:%d: %s\n--- fast path (status %d):\n%s--- stderr:\n%s--- %s (status %d):\n%s--- stderr:\n%s",
+				file, e.line, e.cmd, code, got, gotErr, ref, wantCode, want, wantErr)
 			continue
 		}
-		if _, ok := agentCorpusKnown[e.cmd]; ok {
-			t.Errorf("corpus-agents.txt:%d: %s: listed as known to differ, but matches bash", e.line, e.cmd)
+		if listed {
+			t.Errorf("%s:%d: %s: listed as known to differ, but matches %s", file, e.line, e.cmd, ref)
 		}
-		fast++
+		c.fast++
 	}
-	n := len(entries)
-	pct := func(k int) float64 { return 100 * float64(k) / float64(n) }
-	t.Logf("agent corpus: %d commands; on the fast path and identical to bash %d (%.1f%%), sent to the sandbox %d (%.1f%%), wrong on the fast path %d (%.1f%%, %d of them known); right under auto %.1f%%; routed by kind: %v",
-		n, fast, pct(fast), n-fast-wrong, pct(n-fast-wrong), wrong, pct(wrong), known, pct(n-wrong), routed)
+	return c
 }
 
 // routeKind shortens a routing reason to its kind for the summary.
