@@ -115,6 +115,14 @@ func cmdJq(c *cmd) int {
 		c.errorf("error: filter has more than the fast path's limit of %d operators\ncompile error", maxJqOperators)
 		return 3
 	}
+	if uq, err := gojq.Parse(filter); err == nil {
+		// routing keeps these off the fast path; a filter made at run
+		// time (eval, a script) comes here unseen
+		if why := jqUnbounded(uq); why != "" {
+			c.errorf("error: %s; run it in the sandbox (--backend sandbox)\ncompile error", why)
+			return 3
+		}
+	}
 	q, err := gojq.Parse(jqPrelude + filter)
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)

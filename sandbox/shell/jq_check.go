@@ -59,9 +59,9 @@ var jqFuncs = map[string]bool{
 	"unique/0": true, "unique_by/1": true, "group_by/1": true, "sort/0": true, "sort_by/1": true, "reverse/0": true,
 	"contains/1": true, "inside/1": true, "startswith/1": true, "endswith/1": true, "ltrimstr/1": true, "rtrimstr/1": true,
 	"explode/0": true, "split/1": true, "join/1": true, "ascii_downcase/0": true, "ascii_upcase/0": true,
-	"recurse/0": true, "recurse/1": true, "tostring/0": true, "tonumber/0": true, "type/0": true,
+	"recurse/0": true, "tostring/0": true, "tonumber/0": true, "type/0": true,
 	"first/0": true, "last/0": true, "first/1": true, "last/1": true, "nth/1": true, "nth/2": true,
-	"until/2": true, "while/2": true, "repeat/1": true, "limit/2": true, "flatten/0": true, "flatten/1": true,
+	"limit/2": true, "flatten/0": true, "flatten/1": true,
 	"indices/1": true, "index/1": true, "rindex/1": true, "test/1": true, "test/2": true, "match/1": true, "match/2": true,
 	"capture/1": true, "capture/2": true, "scan/1": true, "sub/2": true, "gsub/2": true, "splits/1": true,
 	"tojson/0": true, "fromjson/0": true, "values/0": true, "nulls/0": true, "booleans/0": true, "numbers/0": true,
@@ -76,9 +76,129 @@ var jqFuncs = map[string]bool{
 // jqFormats are the @formats a filter may use on the fast path.
 var jqFormats = map[string]bool{"@csv": true, "@tsv": true, "@sh": true, "@base64": true, "@base64d": true, "@uri": true, "@html": true}
 
+// jqUnbounded says why a filter (the agent's, without jqPrelude) could
+// build a value of any depth, or "" when it cannot: reduce, foreach, a
+// function of its own (recursion), recurse(f), until, while and repeat
+// can wrap a value once a turn (`reduce range(3000000) as $i (0; [.])`),
+// setpath, fromstream and the update operators make one as deep as a
+// path given as data (`setpath([range(3000000) | "a"]; 1)`),
+// and gojq compares, sorts, flattens and prints values by recursing on
+// Go's stack, whose overflow ends the daemon: no budget sees it (a value
+// 3,000,000 levels deep took `. == .` past Go's 1 GB stack limit in
+// 20 s, within the call's memory budget). Without them a filter's values
+// are at most as deep as its input (encoding/json stops at 10,000
+// levels) plus its own nesting, which the parse bounds. Such a filter
+// runs in the sandbox's jq, whose stack is its own process's.
+func jqUnbounded(q *gojq.Query) string {
+	why := ""
+	var walkQ func(q *gojq.Query)
+	var walkT func(t *gojq.Term)
+	walkQ = func(q *gojq.Query) {
+		if q == nil || why != "" {
+			return
+		}
+		if len(q.FuncDefs) > 0 {
+			why = "function definitions (recursion)"
+			return
+		}
+		switch q.Op {
+		case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub, gojq.OpUpdateMul, gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
+			why = "updates (" + q.Op.String() + ")" // setpath, with paths made from data
+			return
+		}
+		walkQ(q.Left)
+		walkQ(q.Right)
+		walkT(q.Term)
+	}
+	walkT = func(t *gojq.Term) {
+		if t == nil || why != "" {
+			return
+		}
+		switch {
+		case t.Reduce != nil:
+			why = "reduce"
+		case t.Foreach != nil:
+			why = "foreach"
+		case t.Type == gojq.TermTypeFunc:
+			switch t.Func.Name + "/" + strconv.Itoa(len(t.Func.Args)) {
+			case "recurse/1", "recurse/2", "recurse_down/0", "until/2", "while/2", "repeat/1", "repeat/2", "walk/1",
+				// paths as data: setpath and fromstream build a value as
+				// deep as a path is long, and gojq recurses on its length
+				"setpath/2", "fromstream/1", "delpaths/1", "getpath/1", "del/1", "paths/0", "paths/1",
+				"leaf_paths/0", "path/1", "pick/1", "tostream/0", "input/0", "inputs/0":
+				why = t.Func.Name
+			}
+			for _, a := range t.Func.Args {
+				walkQ(a)
+			}
+		case t.Type == gojq.TermTypeObject:
+			for _, kv := range t.Object.KeyVals {
+				walkQ(kv.KeyQuery)
+				walkQ(kv.Val)
+				if kv.KeyString != nil {
+					for _, q := range kv.KeyString.Queries {
+						walkQ(q)
+					}
+				}
+			}
+		case t.Type == gojq.TermTypeIf:
+			walkQ(t.If.Cond)
+			walkQ(t.If.Then)
+			for _, e := range t.If.Elif {
+				walkQ(e.Cond)
+				walkQ(e.Then)
+			}
+			walkQ(t.If.Else)
+		case t.Type == gojq.TermTypeTry:
+			walkQ(t.Try.Body)
+			walkQ(t.Try.Catch)
+		case t.Type == gojq.TermTypeString && t.Str != nil:
+			for _, q := range t.Str.Queries {
+				walkQ(q)
+			}
+		}
+		if why != "" {
+			return
+		}
+		index := func(x *gojq.Index) {
+			if x != nil {
+				walkQ(x.Start)
+				walkQ(x.End)
+				if x.Str != nil {
+					for _, q := range x.Str.Queries {
+						walkQ(q)
+					}
+				}
+			}
+		}
+		index(t.Index)
+		if t.Array != nil {
+			walkQ(t.Array.Query)
+		}
+		if t.Unary != nil {
+			walkT(t.Unary.Term)
+		}
+		if t.Label != nil {
+			walkQ(t.Label.Body)
+		}
+		walkQ(t.Query)
+		for _, s := range t.SuffixList {
+			index(s.Index)
+		}
+	}
+	walkQ(q)
+	if why != "" {
+		why += ": can build a value deeper than the fast path's stack"
+	}
+	return why
+}
+
 // jqFilterCheck says why a parsed filter must run in the sandbox's jq
 // 1.6, or "" when the fast path answers it as 1.6 does.
 func jqFilterCheck(q *gojq.Query) string {
+	if why := jqUnbounded(q); why != "" {
+		return why
+	}
 	why := ""
 	defs := map[string]bool{}
 	var walkQ func(q *gojq.Query)

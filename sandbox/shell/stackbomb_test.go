@@ -54,6 +54,20 @@ var stackBombs = []string{
 	deepFile(100000, "1+", "p", "1") + `jq -n "$(cat p)"`,
 	deepFile(100000, "1,", "p", "1") + `jq -n "[$(cat p)] | length"`,
 	deepFile(3000, "1+", "p", "1") + `echo null | jq "$(cat p)"`,
+	// values deeper than Go's stack, built by the filter in a loop
+	// (gojq's ==, sort, flatten and encoder recurse on them): a value
+	// 3,000,000 levels deep took `. == .` to a fatal stack overflow
+	`jq -n 'reduce range(3000000) as $i (0; [.]) | . == .'`,
+	`jq -n 'reduce range(3000000) as $i (0; {a: .}) | [.] | sort | length'`,
+	`jq -n '[foreach range(3000000) as $i (0; [.])] | last | flatten | length'`,
+	`jq -n 'def f(n): if n == 0 then 0 else [f(n - 1)] end; f(3000000) | tojson | length'`,
+	`jq -n 'last(limit(3000000; 0 | recurse([.]))) | contains([])'`,
+	`jq -n '0 | until(false; [.])'`,
+	`jq -n 'last(limit(3000000; 0 | repeat([.])))|. < .'`,
+	`f='reduce range(3000000) as $i (0; [.]) | . == .'; eval "jq -n '$f'"`,
+	`jq -n '[range(3000000) | "a"] as $p | null | setpath($p; 1) | . == .'`,
+	`jq -n 'fromstream([[range(3000000) | "a"], 1], [[range(1) | "a"]]) | . == .'`,
+	`jq -n '[range(3000000) | "a"] as $p | null | getpath($p) = 1'`,
 	// scripts made at run time: eval, sh -c, source, a script file, trap
 	deepArgs(1000000, "!") + `eval "[[ $x 1 ]]"`,
 	deepFile(1000000, "1+", "p", "1") + `eval "echo \$(( $(cat p) ))"`,
