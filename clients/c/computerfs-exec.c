@@ -34,7 +34,7 @@
 
 #include "printable.h"
 
-#define MAX_STDIN (16 << 20)   /* what is passed on of standard input */
+#define MAX_STDIN (16 << 20)   /* the most standard input passed on; more is refused */
 #define MAX_HEAD (64 << 10)    /* a line of the answer's head, and a refusal's text */
 #define MAX_LINE (32 << 20)    /* a line of events: execwire.MaxRequest */
 #define MAX_DEPTH 10000        /* JSON nesting, as Go's encoding/json */
@@ -1645,11 +1645,12 @@ static int call(const struct buf *req, struct event *ev)
 	return events(ev);
 }
 
-/* read_stdin reads standard input, up to MAX_STDIN bytes. */
+/* read_stdin reads standard input, up to MAX_STDIN bytes; more is
+ * refused, never cut (the command would read part of it as if whole). */
 static int read_stdin(struct buf *in)
 {
-	while (in->n < MAX_STDIN) {
-		size_t want = MAX_STDIN - in->n;
+	while (in->n <= MAX_STDIN) {
+		size_t want = MAX_STDIN + 1 - in->n;
 		if (want > 1 << 20)
 			want = 1 << 20;
 		buf_need(in, want);
@@ -1667,6 +1668,8 @@ static int read_stdin(struct buf *in)
 			break;
 		in->n += (size_t)k;
 	}
+	if (in->n > MAX_STDIN)
+		return fail(0, "standard input is over %d MiB: write it to a file in the workspace and redirect from it", MAX_STDIN >> 20);
 	return 0;
 }
 

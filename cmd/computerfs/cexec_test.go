@@ -129,8 +129,19 @@ func TestCClientAgrees(t *testing.T) {
 		{args: []string{"-w", filepath.Join(notMounted, "nosuch\n"), "--", "ls"}},
 		{args: []string{"-w", "/proc", "--", "ls"}},
 		{stdin: "", args: []string{"-w", "/", "--", "ls"}},
+		// stdin past 16 MiB: refused whole (it was cut, silently), exactly 16 MiB passed on
+		{stdin: strings.Repeat("z", 16<<20+1), args: []string{"-w", m.Dir, "--", "wc -c"}},
+		{stdin: strings.Repeat("z", 16<<20), args: []string{"-w", m.Dir, "--", "wc -c"}},
 	} {
 		agree(t, thin, cs, inv)
+	}
+	// Standard input over 16 MiB is refused, never cut; 16 MiB passes whole.
+	if out, errOut, code := runClient(t, thin, invocation{stdin: strings.Repeat("z", 16<<20+1), args: []string{"-w", m.Dir, "--", "wc -c"}}); code != 1 || out != "" ||
+		errOut != "computerfs exec: standard input is over 16 MiB: write it to a file in the workspace and redirect from it\n" {
+		t.Errorf("stdin of 16 MiB + 1: exit %d, %q, %q", code, out, errOut)
+	}
+	if out, errOut, code := runClient(t, thin, invocation{stdin: strings.Repeat("z", 16<<20), args: []string{"-w", m.Dir, "--", "wc -c"}}); code != 0 || strings.TrimSpace(out) != "16777216" {
+		t.Errorf("stdin of 16 MiB: exit %d, %q, %q", code, out, errOut)
 	}
 	// Standard input that cannot be read.
 	for _, c := range append([]string{thin}, cs...) {

@@ -72,6 +72,10 @@ func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)
 // Run runs the command that the flags and the positional arguments (pos)
 // give. Its output goes to stdout and stderr as it comes; stdin is passed
 // on unless it is a terminal. SIGINT and SIGTERM stop the command.
+// MaxStdin is how much standard input a command may be given: it travels
+// in the request. More is refused, never cut.
+const MaxStdin = 16 << 20
+
 func Run(f *Flags, pos []string, stdin *os.File, stdout, stderr io.Writer) error {
 	if *f.mount == "" {
 		return &UsageError{"missing -w MOUNTPOINT"}
@@ -82,8 +86,11 @@ func Run(f *Flags, pos []string, stdin *os.File, stdout, stderr io.Writer) error
 	req := execwire.Request{Command: strings.Join(pos, " "), Backend: *f.backend, Cwd: *f.cwd, Env: f.env, Timeout: *f.timeout, Network: *f.network}
 	if !term.IsTerminal(int(stdin.Fd())) {
 		var err error
-		if req.Stdin, err = io.ReadAll(io.LimitReader(stdin, 16<<20)); err != nil {
+		if req.Stdin, err = io.ReadAll(io.LimitReader(stdin, MaxStdin+1)); err != nil {
 			return err
+		}
+		if len(req.Stdin) > MaxStdin { // never a command that reads part of it as if whole
+			return fmt.Errorf("standard input is over %d MiB: write it to a file in the workspace and redirect from it", MaxStdin>>20)
 		}
 	}
 	c, err := execwire.Dial(*f.mount)
