@@ -31,6 +31,21 @@ type Where struct {
 	// (hibernate.ErrUnsigned). Hosts that resume each other's workspaces
 	// share it; no agent may read it.
 	ImageKey string
+	// Generations is the host's record of the greatest image generation
+	// it wrote or resumed at each location (default: image-generations
+	// beside the image key): Resume refuses an older image than that
+	// (hibernate.ErrRolledBack).
+	Generations string
+}
+
+func (wh Where) keyFile() string { return hibernate.KeyFile(wh.ImageKey) }
+
+func (wh Where) record() (*hibernate.Record, error) {
+	d := wh.Generations
+	if d == "" {
+		d = hibernate.RecordDir(wh.keyFile())
+	}
+	return hibernate.OpenRecord(d)
 }
 
 func (wh Where) location() (hibernate.Location, error) {
@@ -138,7 +153,16 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 		o.LeaseTTL = hibernate.DefaultLeaseTTL
 	}
 	st.LeaseTTL = o.LeaseTTL
-	key, err := hibernate.LoadOrCreateKey(hibernate.KeyFile(o.To.ImageKey))
+	key, err := hibernate.LoadOrCreateKey(o.To.keyFile())
+	if err != nil {
+		return hibernate.Stats{}, err
+	}
+	st.KeyFile = o.To.keyFile()
+	rec, err := o.To.record()
+	if err != nil {
+		return hibernate.Stats{}, err
+	}
+	floor, err := rec.Seen(loc)
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
@@ -158,7 +182,8 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 			return hibernate.Stats{}, err
 		}
 	}
-	lease, err := hibernate.Acquire(ctx, c, loc, st.Holder, host, o.LeaseTTL)
+	lease, err := hibernate.AcquireLease(ctx, c, loc, hibernate.LeaseOptions{Holder: st.Holder, Host: host, TTL: o.LeaseTTL,
+		Key: key, Generation: max(floor, st.Generation), Warn: o.Logger.Warn})
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
@@ -169,12 +194,16 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 	stop := lease.Keep(c, loc, o.LeaseTTL, nil)
 	stats, etag, err := hibernate.Upload(ctx, c, loc, store, hibernate.UploadOptions{
 		StoreID: st.StoreID, BaseETag: st.ManifestETag, Host: host, Holder: st.Holder, Key: key,
-		BeforeManifest: func(ctx context.Context) error {
-			// The lease must still be ours when the image changes hands.
+		MinGeneration: lease.Generation,
+		BeforeManifest: func(ctx context.Context, gen uint64) error {
+			// The lease must still be ours when the image changes hands,
+			// and name the generation written: released so, it tells a
+			// resume anywhere that an older manifest is a replay.
 			if err := stop(); err != nil {
 				return err
 			}
 			stop = func() error { return nil }
+			lease.Generation = gen
 			return lease.Renew(ctx, c, loc, o.LeaseTTL)
 		},
 	})
@@ -189,7 +218,10 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 	if err != nil {
 		return stats, err
 	}
-	st.ManifestETag = etag
+	st.ManifestETag, st.Generation = etag, stats.Generation
+	if err := rec.Raise(loc, stats.Generation); err != nil {
+		o.Logger.Error("hibernate: the image is written, but recording its generation failed: this host would not notice an older image put back in its place", "err", err)
+	}
 	if err := lease.Release(ctx, c, loc); err != nil {
 		// The image is complete; the lease lapses at its expiry.
 		o.Logger.Warn("hibernate: the image is written, but releasing the lease failed (it expires by itself)", "err", err, "expires", lease.Expires)
@@ -237,8 +269,13 @@ type ResumeOptions struct {
 	// Eager downloads the whole image before the store is used. By
 	// default the blobs (the data of big files) are fetched after: in
 	// the background once mounted, and first when a call needs one.
-	Eager  bool
-	Logger *slog.Logger
+	Eager bool
+	// AllowRollback resumes an image older than one this host or the
+	// location's lease has seen (hibernate.ErrRolledBack otherwise): for
+	// an operator who put an older image back on purpose. Its next
+	// hibernate is still numbered above every generation seen.
+	AllowRollback bool
+	Logger        *slog.Logger
 }
 
 // ResumeStore takes the image's lease (refused with a *hibernate.HeldError
@@ -261,7 +298,15 @@ func ResumeStore(ctx context.Context, o ResumeOptions) (hibernate.Stats, error) 
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
-	key, err := hibernate.LoadKey(hibernate.KeyFile(o.From.ImageKey))
+	key, err := hibernate.LoadKey(o.From.keyFile())
+	if err != nil {
+		return hibernate.Stats{}, err
+	}
+	rec, err := o.From.record()
+	if err != nil {
+		return hibernate.Stats{}, err
+	}
+	floor, err := rec.Seen(loc)
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
@@ -271,29 +316,41 @@ func ResumeStore(ctx context.Context, o ResumeOptions) (hibernate.Stats, error) 
 	}
 	host, _ := os.Hostname()
 	if ok, _ := isStore(store); ok {
-		return resumeKept(ctx, c, loc, store, host, o)
+		return resumeKept(ctx, c, loc, store, host, key, rec, floor, o)
 	}
 	st := hibernate.NewState() // its StoreID is the image's, below
-	st.LeaseTTL = o.LeaseTTL
-	lease, err := hibernate.Acquire(ctx, c, loc, st.Holder, host, o.LeaseTTL)
+	st.LeaseTTL, st.KeyFile = o.LeaseTTL, o.From.keyFile()
+	lease, err := hibernate.AcquireLease(ctx, c, loc, hibernate.LeaseOptions{Holder: st.Holder, Host: host, TTL: o.LeaseTTL,
+		Key: key, Generation: floor, Warn: o.Logger.Warn})
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
 	stop := lease.Keep(c, loc, o.LeaseTTL, nil)
+	seen := lease.Generation // the host's record and the signed lease's
 	_, _, stats, err := hibernate.Download(ctx, c, loc, store, hibernate.DownloadOptions{
-		Lazy: !o.Eager,
-		Key:  key,
+		Lazy:          !o.Eager,
+		Key:           key,
+		MinGeneration: minGeneration(seen, o),
 		Prepare: func(tmp string, m *hibernate.Manifest, etag string) error {
 			if err := stop(); err != nil {
 				return err
 			}
 			stop = func() error { return nil }
+			if m.Generation < seen {
+				o.Logger.Warn("resuming an image older than one seen at its location, as asked (--allow-rollback)", "at", loc.String(), "generation", m.Generation, "seen", seen)
+			}
 			st.StoreID, st.ManifestETag, st.LeaseETag = m.StoreID, etag, lease.ETag
+			st.Generation = max(seen, m.Generation)
 			st.SetLocation(loc)
 			return hibernate.WriteState(tmp, st)
 		},
 	})
 	stop()
+	if err == nil {
+		if rerr := rec.Raise(loc, stats.Generation); rerr != nil {
+			o.Logger.Error("resumed, but recording the image's generation failed: this host would not notice an older image put back in its place", "err", rerr)
+		}
+	}
 	if err == nil {
 		if err = checkResumedAgent(store, o.AgentsDir); err != nil {
 			os.RemoveAll(store)
@@ -342,14 +399,22 @@ func checkResumedAgent(store, agentsDirOpt string) error {
 	return nil
 }
 
+// minGeneration is the lowest manifest generation a resume takes.
+func minGeneration(seen uint64, o ResumeOptions) uint64 {
+	if o.AllowRollback {
+		return 0
+	}
+	return seen
+}
+
 // resumeKept resumes into a store directory that holds a store already:
 // only the copy a hibernate kept, of the image as it still is.
-func resumeKept(ctx context.Context, c *s3.Client, loc hibernate.Location, store, host string, o ResumeOptions) (hibernate.Stats, error) {
+func resumeKept(ctx context.Context, c *s3.Client, loc hibernate.Location, store, host string, key []byte, rec *hibernate.Record, floor uint64, o ResumeOptions) (hibernate.Stats, error) {
 	st, err := hibernate.ReadState(store)
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
-	m, etag, err := hibernate.ReadManifest(ctx, c, loc)
+	m, etag, err := hibernate.ReadSignedManifest(ctx, c, loc, key)
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
@@ -361,11 +426,24 @@ func resumeKept(ctx context.Context, c *s3.Client, loc hibernate.Location, store
 		return hibernate.Stats{}, err
 	}
 	defer unlock()
-	lease, err := hibernate.Acquire(ctx, c, loc, st.Holder, host, o.LeaseTTL)
+	lease, err := hibernate.AcquireLease(ctx, c, loc, hibernate.LeaseOptions{Holder: st.Holder, Host: host, TTL: o.LeaseTTL,
+		Key: key, Generation: max(floor, st.Generation), Warn: o.Logger.Warn})
 	if err != nil {
 		return hibernate.Stats{}, err
 	}
-	st.LeaseETag, st.LeaseTTL = lease.ETag, o.LeaseTTL
+	// The kept copy's manifest put back over a newer image has the
+	// copy's ETag again (S3's ETag is the content's digest).
+	if err := hibernate.CheckGeneration(loc, m, minGeneration(lease.Generation, o)); err != nil {
+		if rerr := lease.Release(ctx, c, loc); rerr != nil {
+			o.Logger.Warn("releasing the lease failed (it expires by itself)", "err", rerr)
+		}
+		return hibernate.Stats{}, err
+	}
+	st.Generation = max(lease.Generation, m.Generation)
+	if err := rec.Raise(loc, m.Generation); err != nil {
+		o.Logger.Error("recording the image's generation failed", "err", err)
+	}
+	st.LeaseETag, st.LeaseTTL, st.KeyFile = lease.ETag, o.LeaseTTL, o.From.keyFile()
 	st.SetLocation(loc) // the endpoint as given now
 	if err := hibernate.WriteState(store, st); err != nil {
 		return hibernate.Stats{}, err
@@ -428,7 +506,17 @@ func keepLease(store string, hc *http.Client, log *slog.Logger) *leaseKeeper {
 		ttl = hibernate.DefaultLeaseTTL
 	}
 	host, _ := os.Hostname()
-	l := &hibernate.Lease{Holder: st.Holder, Host: host, ETag: st.LeaseETag}
+	keyFile := st.KeyFile
+	if keyFile == "" {
+		keyFile = hibernate.KeyFile("")
+	}
+	key, err := hibernate.LoadKey(keyFile)
+	if err != nil {
+		// Renewed unsigned, other hosts take the lease as forged.
+		log.Error("the image key is unreadable: the workspace's lease is renewed unsigned, and another host may take it over", "err", err)
+		key = nil
+	}
+	l := hibernate.Held(st.Holder, host, st.LeaseETag, st.Generation, key, log.Warn)
 	stop := l.Keep(c, loc, ttl, func(l *hibernate.Lease, err error) {
 		switch {
 		case errors.Is(err, hibernate.ErrLeaseLost):

@@ -84,6 +84,10 @@ type DownloadOptions struct {
 	// Key, if set, is the image key: a manifest it did not sign for this
 	// location is refused (ErrUnsigned) before it is parsed.
 	Key []byte
+	// MinGeneration refuses a manifest of a lower generation
+	// (ErrRolledBack) before anything is fetched: the greatest this host
+	// recorded for the location and the signed lease's.
+	MinGeneration uint64
 }
 
 // Download builds the store of the location's image in dir, which must
@@ -106,7 +110,10 @@ func Download(ctx context.Context, c *s3.Client, loc Location, dir string, o Dow
 	if err != nil {
 		return nil, "", Stats{}, err
 	}
-	st := Stats{Files: len(m.Files), Bytes: m.Bytes()}
+	if err := CheckGeneration(loc, m, o.MinGeneration); err != nil {
+		return nil, "", Stats{}, err
+	}
+	st := Stats{Files: len(m.Files), Bytes: m.Bytes(), Generation: m.Generation}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, "", st, err
 	}

@@ -126,22 +126,35 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 func Sign(key []byte, loc Location, b []byte) string { return sign(key, loc, b) }
 
 // sign returns the signature of manifest bytes b at loc.
-func sign(key []byte, loc Location, b []byte) string {
+func sign(key []byte, loc Location, b []byte) string { return signAs(Format, key, loc, b) }
+
+// leaseFormat separates a lease's signature from a manifest's: one is
+// never taken for the other.
+const leaseFormat = "computerfs-lease"
+
+// signAs returns the signature of bytes b of the kind what at loc.
+func signAs(what string, key []byte, loc Location, b []byte) string {
 	h := hmac.New(sha256.New, key)
-	fmt.Fprintf(h, "%s\x00%d:%s\x00%d:%s\x00", Format, len(loc.Bucket), loc.Bucket, len(loc.Prefix), loc.Prefix)
+	fmt.Fprintf(h, "%s\x00%d:%s\x00%d:%s\x00", what, len(loc.Bucket), loc.Bucket, len(loc.Prefix), loc.Prefix)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // verify checks the signature mac of manifest bytes b at loc.
 func verify(key []byte, loc Location, b []byte, mac string) error {
-	got, err := hex.DecodeString(mac)
-	if err != nil || len(got) != sha256.Size {
-		return fmt.Errorf("%s: %w", loc, ErrUnsigned)
-	}
-	want, _ := hex.DecodeString(sign(key, loc, b))
-	if !hmac.Equal(got, want) {
+	if !verifyAs(Format, key, loc, b, mac) {
 		return fmt.Errorf("%s: %w", loc, ErrUnsigned)
 	}
 	return nil
+}
+
+// verifyAs reports whether mac is key's signature of bytes b of the kind
+// what at loc.
+func verifyAs(what string, key []byte, loc Location, b []byte, mac string) bool {
+	got, err := hex.DecodeString(mac)
+	if err != nil || len(got) != sha256.Size {
+		return false
+	}
+	want, _ := hex.DecodeString(signAs(what, key, loc, b))
+	return hmac.Equal(got, want)
 }

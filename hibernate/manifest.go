@@ -46,6 +46,10 @@ var (
 	// ErrImageChanged: the image was written by someone else since this
 	// store last wrote or read it.
 	ErrImageChanged = errors.New("the image changed since this store last hibernated or resumed from it")
+	// ErrRolledBack: the manifest, signed, is of an older generation than
+	// one this host wrote or resumed at the location, or than the one the
+	// location's signed lease names: an older image put back.
+	ErrRolledBack = errors.New("the image is older than one this host or the workspace's lease has seen there (an older image put back in the bucket)")
 )
 
 // Manifest lists the files of a hibernated store.
@@ -55,10 +59,16 @@ type Manifest struct {
 	StoreID string `json:"store_id"` // the store's identity (State.StoreID)
 	Host    string `json:"host"`     // the host that wrote the image
 	// Holder is the lease holder id of the store that wrote it (State.Holder).
-	Holder    string    `json:"holder,omitempty"`
-	Created   time.Time `json:"created"`
-	ChunkSize int64     `json:"chunk_size"`
-	Files     []File    `json:"files"`
+	Holder string `json:"holder,omitempty"`
+	// Generation counts the manifests written at the location: each is
+	// one more than the greatest its writer knew of (the manifest it
+	// replaces, the host's record, the lease's). Signed with the rest, it
+	// is what tells an older image put back from the newest
+	// (ErrRolledBack). Images written before it have none (0).
+	Generation uint64    `json:"generation,omitempty"`
+	Created    time.Time `json:"created"`
+	ChunkSize  int64     `json:"chunk_size"`
+	Files      []File    `json:"files"`
 }
 
 // File is one file of the store, by its path under the store directory.

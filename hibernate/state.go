@@ -36,6 +36,13 @@ type State struct {
 	Holder    string        `json:"holder"`
 	LeaseETag string        `json:"lease_etag,omitempty"`
 	LeaseTTL  time.Duration `json:"lease_ttl,omitempty"`
+	// Generation is the greatest image generation the store knows of at
+	// its location (the manifest it wrote or resumed, or the floor it was
+	// resumed over): its lease carries it, its next manifest is above it.
+	Generation uint64 `json:"generation,omitempty"`
+	// KeyFile is the image key that signs its lease and image (the one
+	// given to the hibernate or resume that wrote the state).
+	KeyFile string `json:"key_file,omitempty"`
 }
 
 // Location returns the state's location (an error if it has none).

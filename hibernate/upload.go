@@ -37,6 +37,8 @@ type Stats struct {
 	MovedObjects int
 	Manifest     int64 // size of the manifest
 	Read         int64 // bytes of the store read and hashed (upload)
+	// Generation is the manifest's (Manifest.Generation).
+	Generation uint64
 	// Deleted is the chunks of the previous image that the new one no
 	// longer names, deleted after its manifest was written; DeleteErr
 	// the first error deleting them (the image is whole regardless).
@@ -60,9 +62,13 @@ type UploadOptions struct {
 	Holder   string
 	Parallel int // concurrent requests (default 8)
 	// BeforeManifest, if set, runs once every object is there and before
-	// the manifest is written: an error stops the upload (the lease is
-	// renewed there).
-	BeforeManifest func(context.Context) error
+	// the manifest of generation gen is written: an error stops the
+	// upload (the lease is renewed there, carrying gen).
+	BeforeManifest func(ctx context.Context, gen uint64) error
+	// MinGeneration is the greatest generation the writer knows of at the
+	// location besides the manifest there (the host's record, the
+	// lease's): the new manifest's is above both.
+	MinGeneration uint64
 	// Key, if set, signs the manifest (see ErrUnsigned); a manifest at
 	// the location that is not BaseETag must be signed with it too.
 	Key []byte
@@ -114,7 +120,11 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 		return Stats{}, "", fmt.Errorf("%s: %w (written by host %s at %s)", loc, ErrImageChanged, old.Host, old.Created.Format(time.RFC3339))
 	}
 
-	m := &Manifest{Format: Format, Version: Version, StoreID: o.StoreID, Host: o.Host, Holder: o.Holder, Created: time.Now().UTC(), ChunkSize: ChunkSize}
+	gen := o.MinGeneration
+	if old != nil {
+		gen = max(gen, old.Generation)
+	}
+	m := &Manifest{Format: Format, Version: Version, StoreID: o.StoreID, Host: o.Host, Holder: o.Holder, Generation: gen + 1, Created: time.Now().UTC(), ChunkSize: ChunkSize}
 	if m.Files, err = listStore(dir); err != nil {
 		return Stats{}, "", err
 	}
@@ -129,7 +139,7 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 	if err != nil {
 		return Stats{}, "", err
 	}
-	st := Stats{Files: len(m.Files), Bytes: m.Bytes()}
+	st := Stats{Files: len(m.Files), Bytes: m.Bytes(), Generation: m.Generation}
 	if err := uploadChunks(ctx, c, loc, dir, m, have, o.Parallel, &st); err != nil {
 		return st, "", err
 	}
@@ -150,7 +160,7 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 		st.Bytes += f.Size
 	}
 	if o.BeforeManifest != nil {
-		if err := o.BeforeManifest(ctx); err != nil {
+		if err := o.BeforeManifest(ctx, m.Generation); err != nil {
 			return st, "", err
 		}
 	}
@@ -178,7 +188,7 @@ func Upload(ctx context.Context, c *s3.Client, loc Location, dir string, o Uploa
 		// The SDK may have sent the write again after a response that
 		// was lost: then the manifest there is this one.
 		cur, etag, rerr := ReadSignedManifest(ctx, c, loc, o.Key)
-		if rerr != nil || cur.StoreID != m.StoreID || cur.Host != m.Host || !cur.Created.Equal(m.Created) {
+		if rerr != nil || cur.StoreID != m.StoreID || cur.Host != m.Host || !cur.Created.Equal(m.Created) || cur.Generation != m.Generation {
 			return st, "", fmt.Errorf("%s: %w (by another writer, while this one uploaded)", loc, ErrImageChanged)
 		}
 		newETag, err = etag, nil

@@ -86,6 +86,7 @@ var resumeOwn = map[string]bool{"endpoint": true, "region": true, "lease-ttl": t
 func cmdResume(args []string, stdout, stderr io.Writer) error {
 	fset := newFlags("resume")
 	s3f := addS3Flags(fset)
+	rollback := fset.Bool("allow-rollback", false, "resume the image even if it is older than one this host wrote or resumed there, or than the one the workspace's lease names (refused otherwise: an older image put back in the bucket); for an operator who put it back on purpose")
 	eager := fset.Bool("eager", false, "download the whole image before mounting (default: the blobs, the data of big files, are fetched after the mount, in the background and first when a program needs one)")
 	var own, rest []string
 	url := ""
@@ -102,7 +103,7 @@ func cmdResume(args []string, stdout, stderr io.Writer) error {
 				i++
 				own = append(own, args[i])
 			}
-		case strings.HasPrefix(a, "-") && (name == "path-style" || name == "eager"):
+		case strings.HasPrefix(a, "-") && (name == "path-style" || name == "eager" || name == "allow-rollback"):
 			own = append(own, a)
 		case url == "" && strings.HasPrefix(a, "s3://"):
 			url = a
@@ -125,7 +126,7 @@ func cmdResume(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	log, _ := newLogger(stderr, "warn", "text")
-	st, err := computerfs.ResumeStore(ctx, computerfs.ResumeOptions{From: s3f.where(url), Store: store, LeaseTTL: *s3f.ttl, Eager: *eager, Logger: log})
+	st, err := computerfs.ResumeStore(ctx, computerfs.ResumeOptions{From: s3f.where(url), Store: store, LeaseTTL: *s3f.ttl, Eager: *eager, AllowRollback: *rollback, Logger: log})
 	stop()
 	if err != nil {
 		return err
