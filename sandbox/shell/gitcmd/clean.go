@@ -189,11 +189,10 @@ func (c *cleaner) keeps(dir string) (bool, error) {
 	return false, nil
 }
 
+// isRepo looks dir/.git up, as git does (a stat, not a listing: a
+// directory the agent may search but not list is still seen as a
+// repository, and one it may not search is not opened).
 func (c *cleaner) isRepo(dir string) bool {
-	m, err := c.g.listDir(dir)
-	if err != nil {
-		return false
-	}
-	_, ok := m[".git"]
-	return ok
+	_, err := c.g.lstatWork(dir + "/.git")
+	return err == nil
 }

@@ -364,7 +364,12 @@ type gitCmd struct {
 }
 
 // listDir lists a work-tree directory by name, cached; nil if it is not a
-// directory.
+// directory. It lists as the agent's programs list through the kernel
+// (wsfs's checks for the agent: the read bit of the directory, the search
+// bit of every directory above, the path rules' denied names left out):
+// a directory the agent may not read lists as empty, with git's warning
+// ("could not open directory"), once per command, as git run as the agent
+// on the mount says it and goes on.
 func (g *gitCmd) listDir(dir string) (map[string]kv.Dirent, error) {
 	if m, ok := g.dirs[dir]; ok {
 		return m, nil
@@ -373,46 +378,37 @@ func (g *gitCmd) listDir(dir string) (map[string]kv.Dirent, error) {
 		g.dirs = map[string]map[string]kv.Dirent{}
 	}
 	m := map[string]kv.Dirent{}
-	var err error
-	add := func(d kv.Dirent) bool { m[d.Name] = d; return true }
-	if dir == "" {
-		err = g.wfs.ReadDir(g.file(dir), "", add)
-	} else {
-		// by inode from the parent's listing: no path lookup
-		var parent map[string]kv.Dirent
-		if parent, err = g.listDir(parentDir(dir)); err == nil {
-			d, ok := parent[dir[strings.LastIndexByte(dir, '/')+1:]]
-			switch {
-			case !ok:
-				err = syscall.ENOENT
-			case d.Type != kv.S_IFDIR:
-				err = syscall.ENOTDIR
-			default:
-				err = g.wfs.Store().ReadDir(d.Ino, "", add)
-			}
-		}
-	}
-	if err != nil {
-		if !isNotExist(err) {
-			return nil, err
-		}
+	err := g.wfs.ReadDir(g.file(dir), "", func(d kv.Dirent) bool { m[d.Name] = d; return true })
+	switch {
+	case err == nil:
+	case isNotExist(err):
 		m = nil
+	case isDenied(err):
+		g.warnf("could not open directory '%s/': %s", dir, g.host.ErrText(syscall.EACCES))
+		m = map[string]kv.Dirent{}
+	default:
+		return nil, err
 	}
 	g.dirs[dir] = m
 	return m, nil
 }
 
-// lstatWork is Lstat of a work-tree file through the cached listings.
+// isDenied reports whether err is the agent's lack of permission (the
+// kernel's EACCES, or a path rule's refusal, which unwraps to it).
+func isDenied(err error) bool {
+	return errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
+
+// warnf prints git's "warning: ..." on stderr, after what is on stdout.
+func (g *gitCmd) warnf(format string, a ...any) {
+	g.out.Flush()
+	fmt.Fprintf(g.stderr, "warning: "+format+"\n", a...)
+}
+
+// lstatWork is Lstat of a work-tree file by its path, as the agent's
+// lstat(2) (the search bit of each directory above it, the path rules).
 func (g *gitCmd) lstatWork(p string) (kv.Attr, error) {
-	ents, err := g.listDir(parentDir(p))
-	if err != nil {
-		return kv.Attr{}, err
-	}
-	d, ok := ents[p[strings.LastIndexByte(p, '/')+1:]]
-	if !ok {
-		return kv.Attr{}, syscall.ENOENT
-	}
-	return g.wfs.Store().GetAttr(d.Ino)
+	return g.wfs.Lstat(g.file(p))
 }
 
 // Run runs a git command line for the shell and returns its exit status.

@@ -209,6 +209,18 @@ func (g *gitCmd) scanWorktree(idx *index.Index, specs []string) (*worktree, erro
 			w.files[e.Name] = treeFile{}
 			continue
 		}
+		if isDenied(err) {
+			// As git run as the agent: diff-files' perror and the entry
+			// taken as unchanged; ls-files -m calls it modified.
+			g.out.Flush()
+			if g.sub == "ls-files" {
+				fmt.Fprintf(g.stderr, "error: cannot lstat '%s': %s\n", e.Name, g.host.ErrText(syscall.EACCES))
+				w.files[e.Name] = treeFile{hash: needHash, mode: e.Mode}
+			} else {
+				fmt.Fprintf(g.stderr, "%s: %s\n", e.Name, g.host.ErrText(syscall.EACCES))
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -315,8 +327,11 @@ func (ig *ignorer) dirPatterns(dir string) []gitignore.Pattern {
 		domain = strings.Split(dir, "/")
 	}
 	ps := parent
-	if data, err := ig.g.wfs.ReadFile(ig.g.file(path.Join(dir, ".gitignore"))); err == nil {
+	data, err := ig.g.wfs.ReadFile(ig.g.file(path.Join(dir, ".gitignore")))
+	if err == nil {
 		ps = append(append([]gitignore.Pattern(nil), parent...), parseIgnore(string(data), domain)...)
+	} else if isDenied(err) {
+		ig.g.warnf("unable to access '%s': %s", path.Join(dir, ".gitignore"), ig.g.host.ErrText(syscall.EACCES))
 	}
 	ig.patterns[dir] = ps
 	return ps

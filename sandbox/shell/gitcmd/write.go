@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/config"
@@ -243,18 +244,40 @@ func gitAdd(g *gitCmd) int {
 			return g.fatal("pathspec '%s' did not match any files", a.args[i])
 		}
 	}
+	// An untracked file git lists but cannot stat (its directory is
+	// readable, not searchable, for the agent): git dies there, having
+	// staged nothing.
+	unstattable := func(u string) int {
+		if _, err := g.lstatWork(u); isDenied(err) {
+			return g.fatal("unable to stat '%s': %s", u, g.host.ErrText(syscall.EACCES))
+		}
+		return 0
+	}
 	if a.has("--dry-run") {
-		for p, f := range w.files {
-			if f.hash.IsZero() {
+		changed := make([]string, 0, len(w.files))
+		for p := range w.files {
+			changed = append(changed, p)
+		}
+		sort.Strings(changed)
+		for _, p := range changed {
+			if w.files[p].hash.IsZero() {
 				fmt.Fprintf(g.out, "remove '%s'\n", p)
 			} else {
 				fmt.Fprintf(g.out, "add '%s'\n", p)
 			}
 		}
 		for _, u := range untracked {
+			if code := unstattable(u); code != 0 {
+				return code
+			}
 			fmt.Fprintf(g.out, "add '%s'\n", u)
 		}
 		return 0
+	}
+	for _, u := range untracked {
+		if code := unstattable(u); code != 0 {
+			return code
+		}
 	}
 	var paths []string
 	for p := range w.files {

@@ -1,0 +1,161 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/gittest"
+	"github.com/computerfs/computerfs/kv"
+	"github.com/computerfs/computerfs/wsfs"
+)
+
+// agentGit runs a script with bash and the git CLI in the copy as the
+// agent's uid, as git runs on the mount in the sandbox.
+func agentGit(t testing.TB, base, script string) (string, string, int) {
+	t.Helper()
+	ws := base + "/w"
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = ws + "/repo"
+	cmd.Env = append([]string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + base + "/t"}, gittest.Env()...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: rtAgent, Gid: rtAgent, Groups: []uint32{}}}
+	cmd.Stdin = strings.NewReader("")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// sortedLines is s's lines in order: git's warnings come in the order of
+// readdir, which is the file system's (a hash on tmpfs, names on the
+// mount).
+func sortedLines(s string) string {
+	l := strings.SplitAfter(s, "\n")
+	sort.Strings(l)
+	return strings.Join(l, "")
+}
+
+// TestGitSeesAsTheAgent: the fast path's git lists, stats and reads the
+// work tree as the agent's programs do through the kernel. The operator's
+// directories inside a repository (0700: neither listed nor searched;
+// 0711: searched, not listed; 0744: listed, not searched), with tracked
+// files changed in them and untracked files whose names are secret: the
+// fast path's git status, ls-files, diff, clean -n and add give what the
+// git CLI gives as the agent's uid on a copy with the same owners and
+// modes (stdout and status byte for byte, the same warnings), and no
+// name it could not list. Before, status listed the untracked files of
+// a 0700 directory and reported its tracked files modified.
+func TestGitSeesAsTheAgent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root (files of two owners, git as the agent's uid)")
+	}
+	origin := buildGitOrigin(t)
+	_, root := gitStore(t, origin)
+	// The import's files are the agent's, as a workspace's are.
+	var chown func(p string)
+	chown = func(p string) {
+		check(t, root.Lchown(p, rtAgent, rtAgent))
+		var dirs []string
+		check(t, root.ReadDir(p, "", func(d kv.Dirent) bool {
+			if d.Type == kv.S_IFDIR {
+				dirs = append(dirs, p+"/"+d.Name)
+			} else {
+				check(t, root.Lchown(p+"/"+d.Name, rtAgent, rtAgent))
+			}
+			return true
+		}))
+		for _, d := range dirs {
+			chown(d)
+		}
+	}
+	chown("repo")
+	agent := wsfs.New(root.Store(), wsfs.Owner{UID: rtAgent, GID: rtAgent})
+	s := New(agent.ForAgent(), Options{UID: rtAgent, GID: rtAgent})
+	base := gitCopy(t, origin)
+	if out, err := exec.Command("chown", "-R", "200001:200001", base).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	ws := base + "/w/repo"
+	// The same changes on both sides: as the agent, then the operator's
+	// directories.
+	edits := map[string]string{
+		"docs/guide.md":            "the operator's now\n",
+		"internal/util/strings.go": "package util\n",
+		"secret/leak-name-1":       "x\n",
+		"secret/sub/leak-name-2":   "x\n",
+		"rdonly/listed-name":       "x\n",
+		"search/hidden-name":       "x\n",
+		"open/visible":             "x\n",
+	}
+	for p, c := range edits {
+		check(t, agent.MkdirAll("repo/"+filepath.Dir(p), 0o755))
+		check(t, agent.WriteFile("repo/"+p, []byte(c), 0o644))
+		check(t, os.MkdirAll(filepath.Dir(ws+"/"+p), 0o755))
+		check(t, os.WriteFile(ws+"/"+p, []byte(c), 0o644))
+		check(t, os.Lchown(filepath.Dir(ws+"/"+p), rtAgent, rtAgent))
+		check(t, os.Lchown(ws+"/"+p, rtAgent, rtAgent))
+	}
+	for p, mode := range map[string]uint32{"docs": 0o700, "secret": 0o700, "internal": 0o711, "search": 0o711, "rdonly": 0o744} {
+		check(t, root.Lchown("repo/"+p, 0, 0))
+		check(t, root.Chmod("repo/"+p, mode))
+		check(t, os.Lchown(ws+"/"+p, 0, 0))
+		check(t, os.Chmod(ws+"/"+p, os.FileMode(mode)))
+	}
+	run := func(script string) (string, string, int) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		res, err := s.Exec(context.Background(), script, ExecOptions{Cwd: "/workspace/repo", Env: gitIdentity(),
+			Stdout: &out, Stderr: &errb, Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("%q: %v", script, err)
+		}
+		return out.String(), errb.String(), res.ExitCode
+	}
+	for _, script := range []string{
+		"git status",
+		"git status --short",
+		"git status --porcelain",
+		"git status -s -uall",
+		"git status --porcelain -- docs",
+		"git status -s -- internal",
+		"git ls-files -o --exclude-standard",
+		"git ls-files -m",
+		"git diff --stat",
+		"git diff --name-only",
+		"git diff",
+		"git clean -n",
+		"git add -n -A",
+		"git add -A; git status --porcelain",
+		"git add open; git status --porcelain",
+		"git add -u; git status --porcelain",
+		"git commit -qam wip; git status --porcelain; git log --stat -1 --format=%s",
+	} {
+		if ok, why := s.CanRunIn("/workspace/repo", script); !ok {
+			t.Errorf("%s: not on the fast path: %s", script, why)
+			continue
+		}
+		got, gerr, gcode := run(script)
+		want, werr, wcode := agentGit(t, base, script)
+		if got != want || gcode != wcode || sortedLines(gerr) != sortedLines(werr) {
+			t.Errorf("%s\n--- fast path status %d, stderr:\n%s--- git as the agent status %d, stderr:\n%s%s", script, gcode, gerr, wcode, werr, firstDiff(got, want))
+		}
+		if strings.Contains(got+gerr, "leak-name") || strings.Contains(got+gerr, "hidden-name") {
+			t.Errorf("%s: named what the agent cannot list:\n%s%s", script, got, gerr)
+		}
+	}
+}
