@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -227,4 +231,277 @@ func TestHibernateInsideSourceAttack(t *testing.T) {
 			t.Errorf("source prefix %q, image at %q: %v", c.prefix, url, err)
 		}
 	}
+}
+
+// bucketObject is an object as whoever can read the bucket saves it.
+type bucketObject struct {
+	body []byte
+	meta map[string]string
+}
+
+// saveImage saves every object under prefix (manifest, lease, chunks),
+// with their metadata (the signatures).
+func saveImage(t *testing.T, c *s3.Client, bucket, prefix string) map[string]bucketObject {
+	t.Helper()
+	ctx := context.Background()
+	out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(prefix + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]bucketObject{}
+	for _, o := range out.Contents {
+		g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: o.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(g.Body)
+		g.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[*o.Key] = bucketObject{b, g.Metadata}
+	}
+	return m
+}
+
+// putBack writes saved objects back, each with its metadata, those whose
+// key ends with one of names (all if none).
+func putBack(t *testing.T, c *s3.Client, bucket string, saved map[string]bucketObject, names ...string) {
+	t.Helper()
+	for k, o := range saved {
+		ok := len(names) == 0
+		for _, n := range names {
+			ok = ok || strings.HasSuffix(k, n)
+		}
+		if ok {
+			putWithMeta(t, c, bucket, k, o.body, o.meta)
+		}
+	}
+}
+
+// storeFile reads (or, with data, writes) the workspace file p of a
+// closed store.
+func storeFile(t *testing.T, store, p string, data []byte) string {
+	t.Helper()
+	st, err := kv.Open(store, kv.Options{Ballast: -1, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := wsfs.New(st, wsfs.Owner{})
+	if data != nil {
+		if err := w.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := w.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestImageReplayAttack: whoever can read and write the bucket saves a
+// workspace's image (manifest with its signature, chunks, lease) and,
+// after the workspace hibernated again, puts the older one back. A
+// resume refuses it (hibernate.ErrRolledBack), on a host that never saw
+// the location too, as long as the lease it finds is the one the newer
+// hibernate released (it names the newer generation, signed); on a host
+// that wrote or resumed the newer image also when the attacker puts back
+// or deletes the lease; and the kept copy of the older image, whose
+// manifest ETag the replay brings back, is refused too. --allow-rollback
+// takes the older image, and its next hibernate is numbered above every
+// generation seen.
+func TestImageReplayAttack(t *testing.T) {
+	srv := s3test.Start(t)
+	bucket := srv.NewBucket(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	url := "s3://" + bucket + "/ws"
+	host := func() Where { return Where{URL: url, Endpoint: srv.Endpoint, Generations: filepath.Join(t.TempDir(), "generations")} }
+	hostA, hostB := host(), host()
+	loc := hibernate.Location{Bucket: bucket, Prefix: "ws", Endpoint: srv.Endpoint, Region: srv.Region}
+	c, err := hibernate.NewClient(ctx, loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	generation := func() uint64 {
+		m, _, err := hibernate.ReadManifest(ctx, c, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Generation
+	}
+
+	// Host A: the workspace at v1, hibernated, its store kept.
+	storeA := filepath.Join(t.TempDir(), "a")
+	st, err := kv.Open(storeA, kv.Options{Ballast: -1, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	storeFile(t, storeA, "state", []byte("v1: before the secret was rotated\n"))
+	if _, err := Hibernate(ctx, HibernateOptions{Store: storeA, To: hostA, KeepLocal: true}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := saveImage(t, c, bucket, "ws")
+	// Host B resumes it, goes on to v2, hibernates.
+	storeB := filepath.Join(t.TempDir(), "b")
+	if _, err := ResumeStore(ctx, ResumeOptions{From: hostB, Store: storeB, Eager: true}); err != nil {
+		t.Fatal(err)
+	}
+	storeFile(t, storeB, "state", []byte("v2: rotated\n"))
+	if _, err := Hibernate(ctx, HibernateOptions{Store: storeB, To: hostB}); err != nil {
+		t.Fatal(err)
+	}
+	if g := generation(); g != 2 {
+		t.Fatalf("generation after two hibernates: %d", g)
+	}
+	v2 := saveImage(t, c, bucket, "ws")
+
+	refused := func(t *testing.T, name string, o ResumeOptions) {
+		t.Helper()
+		if o.Store == "" {
+			o.Store = filepath.Join(t.TempDir(), "resumed")
+		}
+		_, err := ResumeStore(ctx, o)
+		if !errors.Is(err, hibernate.ErrRolledBack) {
+			t.Fatalf("%s: resume of the older image: %v, want refused as rolled back", name, err)
+		}
+		if l, err := hibernate.ReadLease(ctx, c, loc); err != nil || l == nil || !l.Released {
+			t.Fatalf("%s: the lease was not given back: %+v, %v", name, l, err)
+		}
+	}
+	t.Run("manifest and chunks put back", func(t *testing.T) {
+		putBack(t, c, bucket, v1)
+		putBack(t, c, bucket, v2, "/lease") // the lease the v2 hibernate released
+		refused(t, "a host that never saw ws", ResumeOptions{From: host()})
+		refused(t, "host B", ResumeOptions{From: hostB})
+		refused(t, "host A's kept copy", ResumeOptions{From: hostA, Store: storeA})
+		if got := storeFile(t, storeA, "state", nil); !strings.HasPrefix(got, "v1") {
+			t.Fatalf("the kept copy changed: %q", got)
+		}
+	})
+	t.Run("lease put back too", func(t *testing.T) {
+		putBack(t, c, bucket, v1)
+		refused(t, "host B", ResumeOptions{From: hostB, Eager: true})
+	})
+	t.Run("lease deleted", func(t *testing.T) {
+		putBack(t, c, bucket, v1)
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: aws.String("ws/lease")}); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, "host B", ResumeOptions{From: hostB})
+	})
+	t.Run("the newest image", func(t *testing.T) {
+		putBack(t, c, bucket, v2)
+		for _, o := range []ResumeOptions{{From: hostA}, {From: hostB}, {From: host()}} {
+			dst := filepath.Join(t.TempDir(), "resumed")
+			o.Store = dst
+			if _, err := ResumeStore(ctx, o); err != nil {
+				t.Fatalf("resume of the newest image: %v", err)
+			}
+			if got := storeFile(t, dst, "state", nil); !strings.HasPrefix(got, "v2") {
+				t.Fatalf("resumed %q", got)
+			}
+			if _, err := Hibernate(ctx, HibernateOptions{Store: dst, To: o.From}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if g := generation(); g != 5 {
+			t.Fatalf("generation %d, want 5", g)
+		}
+	})
+	t.Run("allow rollback", func(t *testing.T) {
+		putBack(t, c, bucket, v1)
+		dst := filepath.Join(t.TempDir(), "resumed")
+		if _, err := ResumeStore(ctx, ResumeOptions{From: hostB, Store: dst, AllowRollback: true}); err != nil {
+			t.Fatalf("resume with AllowRollback: %v", err)
+		}
+		if got := storeFile(t, dst, "state", nil); !strings.HasPrefix(got, "v1") {
+			t.Fatalf("resumed %q", got)
+		}
+		if _, err := Hibernate(ctx, HibernateOptions{Store: dst, To: hostB}); err != nil {
+			t.Fatal(err)
+		}
+		if g := generation(); g != 5 {
+			t.Fatalf("the rolled-back image's next hibernate: generation %d, want 5 (above every one host B saw, 4)", g)
+		}
+	})
+}
+
+// TestForgedLeaseAttack: whoever can write the bucket writes a lease of
+// its own (far expiry) where a workspace hibernated, or copies another
+// workspace's live signed lease there, to keep the workspace from
+// resuming. The lease is not signed with the image key for this
+// location: the resume takes it over with a warning; so does the
+// hibernate of the resumed store when one is written under it. A signed
+// live lease still fences a second resume.
+func TestForgedLeaseAttack(t *testing.T) {
+	srv := s3test.Start(t)
+	bucket := srv.NewBucket(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	where := func(p string) Where { return Where{URL: "s3://" + bucket + "/" + p, Endpoint: srv.Endpoint} }
+	for _, p := range []string{"ws1", "ws2"} {
+		store := filepath.Join(t.TempDir(), p)
+		st, err := kv.Open(store, kv.Options{Ballast: -1, MinFree: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		if _, err := Hibernate(ctx, HibernateOptions{Store: store, To: where(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	warned := func() bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(logs.String(), "not signed with this host's image key") }
+	evil, _ := json.Marshal(map[string]any{"holder": "evil", "host": "attacker", "expires": time.Now().Add(time.Hour).UTC()})
+	// ws2 resumed and held: its lease is live and signed, for ws2.
+	held2 := filepath.Join(t.TempDir(), "held2")
+	if _, err := ResumeStore(ctx, ResumeOptions{From: where("ws2"), Store: held2}); err != nil {
+		t.Fatal(err)
+	}
+	for name, forge := range map[string]func(t *testing.T){
+		"written by the attacker": func(t *testing.T) { srv.Put(t, bucket, "ws1/lease", evil) },
+		"another workspace's live lease": func(t *testing.T) {
+			putWithMeta(t, srv.Client(t), bucket, "ws1/lease", srv.Get(t, bucket, "ws2/lease"), metaOf(t, srv.Client(t), bucket, "ws2/lease"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			forge(t)
+			dst := filepath.Join(t.TempDir(), "resumed")
+			mu.Lock()
+			logs.Reset()
+			mu.Unlock()
+			if _, err := ResumeStore(ctx, ResumeOptions{From: where("ws1"), Store: dst, Logger: logger}); err != nil {
+				t.Fatalf("resume over a forged lease: %v", err)
+			}
+			if !warned() {
+				t.Errorf("no warning of the forged lease: %s", logs.String())
+			}
+			// A second resume is fenced by the real lease.
+			var held *hibernate.HeldError
+			if _, err := ResumeStore(ctx, ResumeOptions{From: where("ws1"), Store: filepath.Join(t.TempDir(), "second")}); !errors.As(err, &held) {
+				t.Fatalf("a second resume while the first holds the lease: %v", err)
+			}
+			forge(t)
+			if _, err := Hibernate(ctx, HibernateOptions{Store: dst, Logger: logger}); err != nil {
+				t.Fatalf("hibernate with a forged lease in place of its own: %v", err)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
