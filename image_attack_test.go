@@ -318,7 +318,9 @@ func TestImageReplayAttack(t *testing.T) {
 	srv.SetEnv(t)
 	ctx := context.Background()
 	url := "s3://" + bucket + "/ws"
-	host := func() Where { return Where{URL: url, Endpoint: srv.Endpoint, Generations: filepath.Join(t.TempDir(), "generations")} }
+	host := func() Where {
+		return Where{URL: url, Endpoint: srv.Endpoint, Generations: filepath.Join(t.TempDir(), "generations")}
+	}
 	hostA, hostB := host(), host()
 	loc := hibernate.Location{Bucket: bucket, Prefix: "ws", Endpoint: srv.Endpoint, Region: srv.Region}
 	c, err := hibernate.NewClient(ctx, loc, nil)
@@ -457,7 +459,11 @@ func TestForgedLeaseAttack(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
-	warned := func() bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(logs.String(), "not signed with this host's image key") }
+	warned := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(logs.String(), "not signed with this host's image key")
+	}
 	evil, _ := json.Marshal(map[string]any{"holder": "evil", "host": "attacker", "expires": time.Now().Add(time.Hour).UTC()})
 	// ws2 resumed and held: its lease is live and signed, for ws2.
 	held2 := filepath.Join(t.TempDir(), "held2")
