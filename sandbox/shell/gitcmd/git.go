@@ -358,39 +358,86 @@ type gitCmd struct {
 	shallow map[plumbing.Hash]bool
 	// dirs caches directory listings of the work tree for one command
 	// (status reads each directory once for tracked and untracked files).
-	dirs map[string]map[string]kv.Dirent
+	dirs map[string]*dirInfo
 	// track is the upstream (origin/x) of the branch being created.
 	track string
 }
 
-// listDir lists a work-tree directory by name, cached; nil if it is not a
-// directory. It lists as the agent's programs list through the kernel
-// (wsfs's checks for the agent: the read bit of the directory, the search
-// bit of every directory above, the path rules' denied names left out):
-// a directory the agent may not read lists as empty, with git's warning
-// ("could not open directory"), once per command, as git run as the agent
-// on the mount says it and goes on.
-func (g *gitCmd) listDir(dir string) (map[string]kv.Dirent, error) {
-	if m, ok := g.dirs[dir]; ok {
-		return m, nil
+// dirInfo is a work-tree directory as the agent's programs meet it
+// through the kernel, resolved once per command: wsfs's checks for the
+// agent (the read bit to list it, the search bits to reach it and to stat
+// its entries, the path rules' denied names left out), carried down the
+// walk by inode rather than a path lookup per file.
+type dirInfo struct {
+	d      wsfs.Dir
+	ents   map[string]kv.Dirent // nil: not a directory, or not listable (err)
+	err    error                // EACCES: the agent may not list it
+	warned bool
+}
+
+func (g *gitCmd) dirInfo(dir string) (*dirInfo, error) {
+	if di, ok := g.dirs[dir]; ok {
+		return di, nil
 	}
 	if g.dirs == nil {
-		g.dirs = map[string]map[string]kv.Dirent{}
+		g.dirs = map[string]*dirInfo{}
 	}
-	m := map[string]kv.Dirent{}
-	err := g.wfs.ReadDir(g.file(dir), "", func(d kv.Dirent) bool { m[d.Name] = d; return true })
+	di := &dirInfo{}
+	var err error
+	if dir == "" {
+		di.d, err = g.wfs.OpenDir(g.file(dir))
+	} else {
+		var parent *dirInfo
+		if parent, err = g.dirInfo(parentDir(dir)); err == nil {
+			e, ok := parent.ents[dir[strings.LastIndexByte(dir, '/')+1:]]
+			switch {
+			case parent.err != nil || !ok:
+				// A parent it may search but not list (0711), or a name
+				// not in its listing (gone, or one the rules leave out):
+				// the path lookup answers.
+				di.d, err = g.wfs.OpenDir(g.file(dir))
+			case e.Type != kv.S_IFDIR:
+				err = syscall.ENOTDIR
+			default:
+				di.d, err = g.wfs.Child(parent.d, e)
+			}
+		}
+	}
+	if err == nil {
+		m := map[string]kv.Dirent{}
+		err = g.wfs.List(di.d, func(d kv.Dirent) bool { m[d.Name] = d; return true })
+		if err == nil {
+			di.ents = m
+		}
+	}
 	switch {
-	case err == nil:
-	case isNotExist(err):
-		m = nil
+	case err == nil, isNotExist(err):
 	case isDenied(err):
-		g.warnf("could not open directory '%s/': %s", dir, g.host.ErrText(syscall.EACCES))
-		m = map[string]kv.Dirent{}
+		di.err = err
 	default:
 		return nil, err
 	}
-	g.dirs[dir] = m
-	return m, nil
+	g.dirs[dir] = di
+	return di, nil
+}
+
+// listDir lists a work-tree directory by name, cached; nil if it is not a
+// directory. A directory the agent may not list lists as empty, with
+// git's warning ("could not open directory"), once per command, as git
+// run as the agent on the mount says it and goes on.
+func (g *gitCmd) listDir(dir string) (map[string]kv.Dirent, error) {
+	di, err := g.dirInfo(dir)
+	if err != nil {
+		return nil, err
+	}
+	if di.err != nil {
+		if !di.warned {
+			di.warned = true
+			g.warnf("could not open directory '%s/': %s", dir, g.host.ErrText(syscall.EACCES))
+		}
+		return map[string]kv.Dirent{}, nil
+	}
+	return di.ents, nil
 }
 
 // isDenied reports whether err is the agent's lack of permission (the
@@ -405,10 +452,27 @@ func (g *gitCmd) warnf(format string, a ...any) {
 	fmt.Fprintf(g.stderr, "warning: "+format+"\n", a...)
 }
 
-// lstatWork is Lstat of a work-tree file by its path, as the agent's
-// lstat(2) (the search bit of each directory above it, the path rules).
+// lstatWork is Lstat of a work-tree file as the agent's lstat(2) answers
+// it (EACCES without the search bit of a directory above it, or for a
+// path the rules deny), through the cached listings.
 func (g *gitCmd) lstatWork(p string) (kv.Attr, error) {
-	return g.wfs.Lstat(g.file(p))
+	di, err := g.dirInfo(parentDir(p))
+	if err != nil {
+		return kv.Attr{}, err
+	}
+	if di.ents == nil && di.err == nil {
+		return kv.Attr{}, syscall.ENOENT
+	}
+	if err := di.d.Search(); err != nil {
+		return kv.Attr{}, err
+	}
+	e, ok := di.ents[p[strings.LastIndexByte(p, '/')+1:]]
+	if di.err != nil || !ok {
+		// Not listed, or not in the listing (gone, or a name the rules
+		// leave out): the path lookup says which.
+		return g.wfs.Lstat(g.file(p))
+	}
+	return g.wfs.Store().GetAttr(e.Ino)
 }
 
 // Run runs a git command line for the shell and returns its exit status.
