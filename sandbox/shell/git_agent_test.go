@@ -150,6 +150,12 @@ var agentGitScripts = []string{
 	"git add open; git status --porcelain",
 	"git add -u; git status --porcelain",
 	"git commit -qam wip; git status --porcelain; git log --stat -1 --format=%s",
+	"git grep -n package",
+	"git grep -n operator",
+	"git log --oneline -- docs/guide.md internal",
+	"git clean -nd",
+	"echo x >> README.md; git stash; git status --porcelain; git stash pop",
+	"git stash -u; git status --porcelain",
 }
 
 // sameAsAgentGit runs each script on the fast path and with the git CLI

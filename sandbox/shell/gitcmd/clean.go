@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 
@@ -65,6 +66,9 @@ func gitClean(g *gitCmd) int {
 			fmt.Fprintf(g.out, "Removing %s\n", shown)
 		}
 	}
+	if c.failed {
+		return 1
+	}
 	return 0
 }
 
@@ -74,6 +78,7 @@ type cleaner struct {
 	ig        *ignorer
 	names     []string // the index's paths, sorted
 	out       []string // what to remove; directories end in "/"
+	failed    bool     // a directory's entries could not be stat'ed: exit 1
 }
 
 func (c *cleaner) index(idx *index.Index) {
@@ -145,6 +150,12 @@ func (c *cleaner) walk(dir string, untracked bool) error {
 		if !c.dirs || !c.all && c.ig.ignored(p, true) {
 			continue
 		}
+		if unstattable, err := c.unstattable(p); err != nil || unstattable {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		keep, err := c.keeps(p)
 		if err != nil {
 			return err
@@ -158,6 +169,28 @@ func (c *cleaner) walk(dir string, untracked bool) error {
 		}
 	}
 	return nil
+}
+
+// unstattable reports whether the untracked directory dir lists entries
+// the agent may not stat (it may read it, not search it): git warns of
+// each ("could not lstat"), keeps the directory and exits 1.
+func (c *cleaner) unstattable(dir string) (bool, error) {
+	di, err := c.g.dirInfo(dir)
+	if err != nil || di.err != nil || di.d.Search() == nil || len(di.ents) == 0 {
+		return false, err
+	}
+	c.ig.dirPatterns(dir) // git reads its .gitignore as it enters it
+	names := make([]string, 0, len(di.ents))
+	for n := range di.ents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	c.g.out.Flush()
+	for _, n := range names {
+		fmt.Fprintf(c.g.stderr, "warning: could not lstat %s/%s\n: %s\n", dir, n, c.g.host.ErrText(syscall.EACCES))
+	}
+	c.failed = true
+	return true, nil
 }
 
 // keeps reports whether an untracked directory holds something clean

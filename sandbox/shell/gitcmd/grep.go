@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -87,6 +88,7 @@ func gitGrep(g *gitCmd) int {
 		return g.fatal("%v", err)
 	}
 	found := false
+	attrWarned := map[string]bool{}
 	for _, e := range idx.Entries {
 		if e.Stage != 0 || e.Mode == filemode.Submodule || !matchSpec(specs, e.Name) {
 			continue
@@ -100,7 +102,19 @@ func gitGrep(g *gitCmd) int {
 				return g.fatal("%v", err)
 			}
 		} else {
-			at, err := g.wfs.Lstat(g.file(e.Name))
+			at, err := g.lstatWork(e.Name)
+			if isDenied(err) {
+				// As git run as the agent: its attributes' lookup warns
+				// once for the directory, its stat fails twice.
+				g.out.Flush()
+				if d := parentDir(e.Name); d != "" && !attrWarned[d] {
+					attrWarned[d] = true
+					fmt.Fprintf(g.stderr, "warning: unable to access '%s/.gitattributes': %s\n", d, g.host.ErrText(syscall.EACCES))
+				}
+				msg := fmt.Sprintf("error: failed to stat '%s': %s\n", e.Name, g.host.ErrText(syscall.EACCES))
+				fmt.Fprint(g.stderr, msg+msg)
+				continue
+			}
 			if err != nil {
 				continue // deleted in the work tree
 			}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
@@ -190,6 +191,35 @@ func (g *gitCmd) stashPush() int {
 	if err != nil {
 		return g.fatal("%v", err)
 	}
+	var untracked []string
+	if a.has("--include-untracked") {
+		// git lists them twice (to see whether there are changes, then
+		// to save them), and warns of what it cannot list each time.
+		for range 2 {
+			for _, di := range g.dirs {
+				di.warned = false
+			}
+			if untracked, err = g.untracked(idx, nil, true); err != nil {
+				return g.fatal("%v", err)
+			}
+		}
+	}
+	// git run as the agent cannot save a file it may not stat: the
+	// untracked ones first, then the tracked.
+	cannot := func(p, what string) int {
+		g.out.Flush()
+		fmt.Fprintf(g.stderr, "error: lstat(\"%s\"): %s\nfatal: Unable to process path %s\nCannot save the %s\n",
+			p, g.host.ErrText(syscall.EACCES), p, what)
+		return 1
+	}
+	for _, u := range untracked {
+		if _, err := g.lstatWork(u); isDenied(err) {
+			return cannot(u, "untracked files")
+		}
+	}
+	if len(w.denied) > 0 {
+		return cannot(w.denied[0], "current worktree state")
+	}
 	wf := map[string]treeFile{}
 	for p, f := range ixf {
 		wf[p] = f
@@ -206,12 +236,6 @@ func (g *gitCmd) stashPush() int {
 			wf[p] = treeFile{h, f.mode}
 		}
 		touched = append(touched, p)
-	}
-	var untracked []string
-	if a.has("--include-untracked") {
-		if untracked, err = g.untracked(idx, nil, true); err != nil {
-			return g.fatal("%v", err)
-		}
 	}
 	staged := compareFiles(hf, ixf)
 	if len(staged) == 0 && len(touched) == 0 && len(untracked) == 0 {

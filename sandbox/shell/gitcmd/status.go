@@ -154,6 +154,9 @@ type worktree struct {
 	files map[string]treeFile
 	// refreshed counts unchanged entries whose stat data was renewed.
 	refreshed int
+	// denied: the entries the agent may not stat (their directory is
+	// not searchable, or a rule denies them), in index order.
+	denied []string
 }
 
 // modeOf is the git mode of a file of the store.
@@ -211,8 +214,13 @@ func (g *gitCmd) scanWorktree(idx *index.Index, specs []string) (*worktree, erro
 		}
 		if isDenied(err) {
 			// As git run as the agent: diff-files' perror and the entry
-			// taken as unchanged; ls-files -m calls it modified.
+			// taken as unchanged; ls-files -m calls it modified; stash
+			// refuses (its caller says so).
+			w.denied = append(w.denied, e.Name)
 			g.out.Flush()
+			if g.sub == "stash" {
+				continue
+			}
 			if g.sub == "ls-files" {
 				fmt.Fprintf(g.stderr, "error: cannot lstat '%s': %s\n", e.Name, g.host.ErrText(syscall.EACCES))
 				w.files[e.Name] = treeFile{hash: needHash, mode: e.Mode}
