@@ -196,14 +196,15 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 		StoreID: st.StoreID, BaseETag: st.ManifestETag, Host: host, Holder: st.Holder, Key: key,
 		MinGeneration: lease.Generation,
 		BeforeManifest: func(ctx context.Context, gen uint64) error {
-			// The lease must still be ours when the image changes hands,
-			// and name the generation written: released so, it tells a
-			// resume anywhere that an older manifest is a replay.
+			// The lease must still be ours when the image changes hands.
+			// It names the new generation only once the manifest is
+			// written (the release below): a lease left by a hibernate
+			// that failed at the manifest must not refuse the image
+			// that is still there.
 			if err := stop(); err != nil {
 				return err
 			}
 			stop = func() error { return nil }
-			lease.Generation = gen
 			return lease.Renew(ctx, c, loc, o.LeaseTTL)
 		},
 	})
@@ -222,6 +223,9 @@ func Hibernate(ctx context.Context, o HibernateOptions) (hibernate.Stats, error)
 	if err := rec.Raise(loc, stats.Generation); err != nil {
 		o.Logger.Error("hibernate: the image is written, but recording its generation failed: this host would not notice an older image put back in its place", "err", err)
 	}
+	// Released with the generation written: it tells a resume anywhere
+	// that an older manifest is a replay.
+	lease.Generation = max(lease.Generation, stats.Generation)
 	if err := lease.Release(ctx, c, loc); err != nil {
 		// The image is complete; the lease lapses at its expiry.
 		o.Logger.Warn("hibernate: the image is written, but releasing the lease failed (it expires by itself)", "err", err, "expires", lease.Expires)

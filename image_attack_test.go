@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/computerfs/computerfs/hibernate"
+	"github.com/computerfs/computerfs/internal/faultnet"
 	"github.com/computerfs/computerfs/internal/s3test"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/wsfs"
@@ -510,4 +512,51 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestHibernateFailedAtManifest: a hibernate whose manifest write fails
+// (the server refuses it every time) leaves its lease naming the image
+// that is still there, so once the lease expires the workspace resumes
+// elsewhere (a lease that named the generation never written would
+// refuse it as rolled back).
+func TestHibernateFailedAtManifest(t *testing.T) {
+	srv := s3test.Start(t)
+	bucket := srv.NewBucket(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	url := "s3://" + bucket + "/ws"
+	host := func() Where {
+		return Where{URL: url, Endpoint: srv.Endpoint, Generations: filepath.Join(t.TempDir(), "generations")}
+	}
+	a := filepath.Join(t.TempDir(), "a")
+	st, err := kv.Open(a, kv.Options{Ballast: -1, MinFree: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	storeFile(t, a, "state", []byte("v1\n"))
+	if _, err := Hibernate(ctx, HibernateOptions{Store: a, To: host()}); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(t.TempDir(), "b")
+	hostB := host()
+	if _, err := ResumeStore(ctx, ResumeOptions{From: hostB, Store: b, LeaseTTL: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	storeFile(t, b, "state", []byte("v2\n"))
+	ft := faultnet.New(http.DefaultTransport.(*http.Transport).Clone())
+	ft.Add(faultnet.Match(http.MethodPut, "/manifest.json").Status(500))
+	failing := hostB
+	failing.HTTPClient = ft.Client()
+	if _, err := Hibernate(ctx, HibernateOptions{Store: b, To: failing, LeaseTTL: 2 * time.Second}); err == nil {
+		t.Fatal("the hibernate went through with every manifest write refused")
+	}
+	time.Sleep(3 * time.Second) // the lease B left expires
+	c := filepath.Join(t.TempDir(), "c")
+	if _, err := ResumeStore(ctx, ResumeOptions{From: host(), Store: c}); err != nil {
+		t.Fatalf("resume after a hibernate that failed at its manifest: %v", err)
+	}
+	if got := storeFile(t, c, "state", nil); got != "v1\n" {
+		t.Fatalf("resumed %q", got)
+	}
 }

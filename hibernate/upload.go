@@ -63,7 +63,7 @@ type UploadOptions struct {
 	Parallel int // concurrent requests (default 8)
 	// BeforeManifest, if set, runs once every object is there and before
 	// the manifest of generation gen is written: an error stops the
-	// upload (the lease is renewed there, carrying gen).
+	// upload (the lease is renewed there).
 	BeforeManifest func(ctx context.Context, gen uint64) error
 	// MinGeneration is the greatest generation the writer knows of at the
 	// location besides the manifest there (the host's record, the
