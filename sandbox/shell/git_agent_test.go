@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/gittest"
+	"github.com/computerfs/computerfs/internal/testmount"
 	"github.com/computerfs/computerfs/kv"
 	"github.com/computerfs/computerfs/policy"
 	"github.com/computerfs/computerfs/spec"
@@ -224,4 +228,74 @@ func TestGitSeesAsTheAgentPolicy(t *testing.T) {
 		scripts = append(scripts, strings.NewReplacer("-- docs", "-- data", "-- internal", "-- open").Replace(sc))
 	}
 	sameAsAgentGit(t, s, base, scripts, func(l string) bool { return !strings.Contains(l, "'data/'") })
+}
+
+// TestGitOnTheMount compares the fast path's git with the git CLI run as
+// the agent's uid on the FUSE mount of the very same store, with the
+// agent's rules enforced by the mount (denied names left out of
+// listings, EACCES on lookups) and the operator's directories: the
+// command lines that do not change the repository, stdout, status and
+// the set of warnings alike.
+func TestGitOnTheMount(t *testing.T) {
+	rules := policy.New(&spec.Policy{Deny: []string{"/repo/data", "/repo/vault", "**/*.secret"}})
+	s, root, _ := agentRepo(t, rules, map[string]string{
+		"data/records.csv":         "the agent's change\n",
+		"data/leak-name-new":       "x\n",
+		"vault/leak-name-1":        "x\n",
+		"open/leak-name.secret":    "x\n",
+		"open/visible":             "x\n",
+		"docs/guide.md":            "the operator's now\n",
+		"internal/util/strings.go": "package util\n",
+		"secret/leak-name-2":       "x\n",
+		"rdonly/listed-name":       "x\n",
+		"search/hidden-name":       "x\n",
+	}, map[string]uint32{"docs": 0o700, "secret": 0o700, "internal": 0o711, "search": 0o711, "rdonly": 0o744})
+	mp := filepath.Join(testmount.PublicDir(t, "gitmount-"), "mnt")
+	check(t, os.Mkdir(mp, 0o755))
+	srv, err := fs.Mount(root.Store(), mp, fs.MountOptions{Config: fs.Config{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Agent:  &fs.AgentRules{Is: func(uid uint32) bool { return uid == rtAgent }, Policy: rules},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Wait()
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			syscall.Unmount(mp, syscall.MNT_DETACH)
+		}
+	})
+	for _, script := range []string{
+		"git status", "git status --short", "git status --porcelain", "git status -s -uall",
+		"git status --porcelain -- docs data", "git ls-files -o --exclude-standard", "git ls-files -m",
+		"git diff --stat", "git diff --name-only", "git diff", "git clean -n", "git clean -nd",
+		"git add -n -A", "git grep -n package", "git log --oneline -- docs/guide.md data",
+	} {
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Dir = mp + "/repo"
+		cmd.Env = append([]string{"HOME=/nonexistent", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC"}, gittest.Env()...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: rtAgent, Gid: rtAgent, Groups: []uint32{}}}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		wcode := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			wcode = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var fout, ferr bytes.Buffer
+		res, err := s.Exec(context.Background(), script, ExecOptions{Cwd: "/workspace/repo", Env: gitIdentity(),
+			Stdout: &fout, Stderr: &ferr, Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fout.String() != out.String() || res.ExitCode != wcode || sortedLines(ferr.String()) != sortedLines(errb.String()) {
+			t.Errorf("%s\n--- fast path status %d, stderr:\n%s--- git on the mount status %d, stderr:\n%s%s", script, res.ExitCode, ferr.String(), wcode, errb.String(), firstDiff(fout.String(), out.String()))
+		}
+		if strings.Contains(fout.String()+ferr.String(), "leak-name") || strings.Contains(fout.String()+ferr.String(), "hidden-name") {
+			t.Errorf("%s: named what the agent cannot list:\n%s%s", script, fout.String(), ferr.String())
+		}
+	}
 }
