@@ -982,7 +982,8 @@ func (t *tarCmd) extract(tr *tar.Reader, h *tar.Header, dest string, links *[]de
 		t.list(t.listW, h, h.Name)
 	}
 	if t.toStdout {
-		if h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA {
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse: // holes read as zeros, as GNU tar prints them
 			if _, err := io.Copy(c.out, stoppableReader{tr, c.ctx}); err != nil {
 				return err
 			}
