@@ -149,11 +149,22 @@ func (f *FS) RemoveAll(p string) error {
 }
 
 // removeTree empties the directory dir, in batches so that a huge directory
-// is never held in memory.
+// is never held in memory. It keeps the directories it is inside on a
+// stack of its own, not Go's: the agent makes trees of any depth (a
+// chain of a million directories through the mount), and a recursion a
+// level deep on each would end the daemon with a fatal stack overflow.
+// The stack holds an entry (two inodes and a name) for each directory
+// of a batch still to remove: at most 1,024 a level.
 func (f *FS) removeTree(dir uint64) error {
-	for {
+	type level struct {
+		dir, parent uint64 // parent: where dir is named name (0 for the top)
+		name        string
+	}
+	stack := []level{{dir: dir}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
 		var batch []kv.Dirent
-		err := f.s.ReadDir(dir, "", func(d kv.Dirent) bool {
+		err := f.s.ReadDir(top.dir, "", func(d kv.Dirent) bool {
 			batch = append(batch, d)
 			return len(batch) < 1024
 		})
@@ -161,22 +172,31 @@ func (f *FS) removeTree(dir uint64) error {
 			return err
 		}
 		if len(batch) == 0 {
-			return nil
-		}
-		for _, d := range batch {
-			if d.Type == kv.S_IFDIR {
-				if err := f.removeTree(d.Ino); err != nil {
+			// empty: remove it from its parent and go back up
+			done := *top
+			stack = stack[:len(stack)-1]
+			if done.parent != 0 {
+				if err := f.kvRmdir(done.parent, done.name); err != nil && err != kv.ErrNotFound {
 					return err
 				}
-				err = f.kvRmdir(dir, d.Name)
-			} else {
-				err = f.kvUnlink(dir, d.Name)
 			}
-			if err != nil && err != kv.ErrNotFound {
+			continue
+		}
+		// Files go now; the batch's directories are emptied and removed
+		// first (they go on the stack above this one, which is read
+		// again once they are gone).
+		parent := top.dir
+		for _, d := range batch {
+			if d.Type == kv.S_IFDIR {
+				stack = append(stack, level{dir: d.Ino, parent: parent, name: d.Name})
+				continue
+			}
+			if err := f.kvUnlink(parent, d.Name); err != nil && err != kv.ErrNotFound {
 				return err
 			}
 		}
 	}
+	return nil
 }
 
 // Rename renames oldpath to newpath, replacing a file or an empty directory
