@@ -657,6 +657,10 @@ func (w *tarWalk) add(abs, name string, top bool) {
 	if !fi.IsDir() {
 		return
 	}
+	if treeTooDeep(abs) {
+		t.warn("%s: Cannot open: %s", name, errText(syscall.ENAMETOOLONG))
+		return
+	}
 	ents, err := c.readDir(abs)
 	if err != nil {
 		t.warn("%s: Cannot open: %s", name, errText(err))
