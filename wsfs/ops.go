@@ -1,6 +1,7 @@
 package wsfs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"syscall"
@@ -130,7 +131,14 @@ func (f *FS) Remove(p string) error {
 
 // RemoveAll removes p and everything under it, as rm -rf does. A missing p
 // is not an error.
-func (f *FS) RemoveAll(p string) error {
+func (f *FS) RemoveAll(p string) error { return f.RemoveAllContext(context.Background(), p) }
+
+// RemoveAllContext is RemoveAll that stops, with ctx's error, when ctx
+// ends (what it removed by then stays removed).
+func (f *FS) RemoveAllContext(ctx context.Context, p string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	r, err := f.lookup(p, false, true)
 	if err != nil {
 		return pathErr("remove", p, err)
@@ -140,7 +148,7 @@ func (f *FS) RemoveAll(p string) error {
 	}
 	if r.attr.IsDir() {
 		f.forgetDirs()
-		if err := f.removeTree(r.ino); err != nil {
+		if err := f.removeTree(ctx, r.ino); err != nil {
 			return pathErr("remove", p, err)
 		}
 		return pathErr("remove", p, f.kvRmdir(r.dir, r.name))
@@ -155,13 +163,16 @@ func (f *FS) RemoveAll(p string) error {
 // level deep on each would end the daemon with a fatal stack overflow.
 // The stack holds an entry (two inodes and a name) for each directory
 // of a batch still to remove: at most 1,024 a level.
-func (f *FS) removeTree(dir uint64) error {
+func (f *FS) removeTree(ctx context.Context, dir uint64) error {
 	type level struct {
 		dir, parent uint64 // parent: where dir is named name (0 for the top)
 		name        string
 	}
 	stack := []level{{dir: dir}}
 	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		top := &stack[len(stack)-1]
 		var batch []kv.Dirent
 		err := f.s.ReadDir(top.dir, "", func(d kv.Dirent) bool {

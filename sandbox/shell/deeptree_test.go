@@ -26,8 +26,10 @@ var deepTreeScripts = []string{
 	"find . -name f", "find d -depth -name nothing", "du -s d", "ls -R d > /dev/null", "tree d > /dev/null",
 	"grep -r deep d", "rg deep d", "diff -r d d", "realpath d/d/d", "cd d/d/d && pwd",
 	"git init -q && git status --short", "git clean -nd", "git diff --stat",
-	// then changes (mv last: the others work on d)
+	// then changes (mv, then clean, last: the others work on d)
 	"tar cf /tmp/x.tar d", "cp -r d e", "git add -A", "chmod -R 700 d", "rm -rf d", "mv d e2 && ls",
+	// git clean removes e2 by inode: to the bottom within the timeout
+	"git clean -fdq",
 }
 
 // TestDeepTreeFastPath runs deepTreeScripts in a child test process
