@@ -27,6 +27,7 @@ var deepTreeScripts = []string{
 	"grep -r deep d", "rg deep d", "diff -r d d", "realpath d/d/d", "cd d/d/d && pwd",
 	"git init -q && git status --short", "git clean -nd", "git diff --stat",
 	// then changes (mv, then clean, last: the others work on d)
+	"mkdir -p $(printf 'a/%.0s' $(seq 5000))x", "rg -l deep $(printf 'd/%.0s' $(seq 5000))",
 	"tar cf /tmp/x.tar d", "cp -r d e", "git add -A", "chmod -R 700 d", "rm -rf d", "mv d e2 && ls",
 	// git clean removes e2 by inode: to the bottom within the timeout
 	"git clean -fdq",
