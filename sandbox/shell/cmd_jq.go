@@ -131,7 +131,7 @@ func cmdJq(c *cmd) int {
 	for i, v := range values {
 		values[i] = order.adopt(v)
 	}
-	jqBoundMul(q)
+	jqRewrite(q)
 	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
 		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(order, args[0], args[1]) }),
 		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(order, args[0], args[1]) }),
@@ -325,40 +325,33 @@ const (
 	jqToStrFunc = "_computerfs_tostring"
 )
 
-// jqBoundMul makes every a * b and a + b of the filter call jqMulFunc
-// and jqAddFunc, which check a string repeated a number of times, or two
-// strings or arrays put together, against the call's memory budget
-// before they are made ("x" * 1e9 is one allocation of a GB, and
-// reduce range(40) as $i ("x"; . + .) doubles a string 40 times).
-func jqBoundMul(q *gojq.Query) {
-	var walkQ func(q *gojq.Query)
-	var walkT func(t *gojq.Term)
-	seen := map[*gojq.Term]bool{}
-	formats := map[*gojq.Term]bool{} // the formats that take tostring's
-	walkQ = func(q *gojq.Query) {
-		if q == nil {
-			return
-		}
-		for _, fd := range q.FuncDefs {
-			walkQ(fd.Body)
-		}
-		walkQ(q.Left)
-		walkQ(q.Right)
-		walkT(q.Term)
-		switch q.Op {
-		case gojq.OpMul:
+// jqRewrite makes the parsed filter (jqPrelude's and the agent's) answer
+// as jq 1.6 within the call's bounds: every a * b and a + b calls
+// jqMulFunc and jqAddFunc, which check a string repeated a number of
+// times, or two strings or arrays put together, against the call's
+// memory budget before they are made ("x" * 1e9 is one allocation of a
+// GB, and reduce range(40) as $i ("x"; . + .) doubles a string 40
+// times); -, / and % call 1.6's error texts; objects keep their key
+// order (jqOrderTerm); @csv, @tsv and @sh print as 1.6, the string
+// formats take 1.6's tostring; -x keeps 1.6's -0; and the regular
+// expression functions check their pattern and input first.
+func jqRewrite(q *gojq.Query) {
+	seen := map[*gojq.Term]bool{} // jqOrderTerm's
+	done := map[*gojq.Term]bool{} // terms seen (a term may be reached twice)
+	guarded := map[*gojq.Term]bool{}
+	formats := map[*gojq.Term]bool{}
+	binops := map[gojq.Operator]string{gojq.OpMul: jqMulFunc, gojq.OpAdd: jqAddFunc, gojq.OpSub: jqSubFunc, gojq.OpDiv: jqDivFunc, gojq.OpMod: jqModFunc}
+	jqVisit(q, func(q *gojq.Query) bool {
+		if name := binops[q.Op]; name != "" {
 			l, r := q.Left, q.Right
-			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMulFunc, Args: []*gojq.Query{l, r}}}}
-		case gojq.OpAdd, gojq.OpSub, gojq.OpDiv, gojq.OpMod:
-			l, r := q.Left, q.Right
-			name := map[gojq.Operator]string{gojq.OpAdd: jqAddFunc, gojq.OpSub: jqSubFunc, gojq.OpDiv: jqDivFunc, gojq.OpMod: jqModFunc}[q.Op]
 			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{l, r}}}}
 		}
-	}
-	walkT = func(t *gojq.Term) {
-		if t == nil {
-			return
+		return true
+	}, func(t *gojq.Term) bool {
+		if done[t] {
+			return false
 		}
+		done[t] = true
 		jqOrderTerm(t, seen)
 		if t.Type == gojq.TermTypeFormat && t.Str == nil && jqRowFormats[t.Format] != "" {
 			// 1.6's numbers (1e+17) and error texts
@@ -372,22 +365,11 @@ func jqBoundMul(q *gojq.Query) {
 			tostring := &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqToStrFunc}}}
 			*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{Left: tostring, Op: gojq.OpPipe, Right: &gojq.Query{Term: f}}, SuffixList: t.SuffixList}
 		}
-		if t.Index != nil {
-			walkQ(t.Index.Start)
-			walkQ(t.Index.End)
-			if t.Index.Str != nil {
-				for _, q := range t.Index.Str.Queries {
-					walkQ(q)
-				}
-			}
-		}
 		if t.Func != nil {
-			for _, a := range t.Func.Args {
-				walkQ(a)
-			}
 			global := jqMatchFuncs[t.Func.Name] || t.Func.Name == "split" && len(t.Func.Args) == 2
-			if global || t.Func.Name == "test" && len(t.Func.Args) > 0 {
+			if (global || t.Func.Name == "test" && len(t.Func.Args) > 0) && !guarded[t] {
 				call := *t
+				guarded[&call] = true
 				var guards []*gojq.Query
 				if global {
 					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMatchGuard}}})
@@ -400,77 +382,17 @@ func jqBoundMul(q *gojq.Query) {
 					right = &gojq.Query{Left: guards[i], Op: gojq.OpPipe, Right: right}
 				}
 				*t = gojq.Term{Type: gojq.TermTypeQuery, Query: right}
-				return
+				return true // into the guards and the call (whose first argument the regex guard shares: done sees it once)
 			}
 		}
-		if t.Object != nil {
-			for _, kv := range t.Object.KeyVals {
-				walkQ(kv.KeyQuery)
-				if kv.Val != nil {
-					walkQ(kv.Val)
-				}
-				if kv.KeyString != nil {
-					for _, q := range kv.KeyString.Queries {
-						walkQ(q)
-					}
-				}
-			}
+		if t.Unary != nil && t.Unary.Op == gojq.OpSub {
+			// gojq's -x of an int 0 is 0; jq 1.6's numbers are
+			// doubles, and -0 prints as -0
+			arg := &gojq.Query{Term: t.Unary.Term}
+			*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqNegFunc, Args: []*gojq.Query{arg}}, SuffixList: t.SuffixList}
 		}
-		if t.Array != nil {
-			walkQ(t.Array.Query)
-		}
-		if t.Unary != nil {
-			walkT(t.Unary.Term)
-			if t.Unary.Op == gojq.OpSub {
-				// gojq's -x of an int 0 is 0; jq 1.6's numbers are
-				// doubles, and -0 prints as -0
-				arg := &gojq.Query{Term: t.Unary.Term}
-				*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqNegFunc, Args: []*gojq.Query{arg}}, SuffixList: t.SuffixList}
-			}
-		}
-		if t.Str != nil {
-			for _, q := range t.Str.Queries {
-				walkQ(q)
-			}
-		}
-		if t.If != nil {
-			walkQ(t.If.Cond)
-			walkQ(t.If.Then)
-			for _, e := range t.If.Elif {
-				walkQ(e.Cond)
-				walkQ(e.Then)
-			}
-			walkQ(t.If.Else)
-		}
-		if t.Try != nil {
-			walkQ(t.Try.Body)
-			walkQ(t.Try.Catch)
-		}
-		if t.Reduce != nil {
-			walkQ(t.Reduce.Query)
-			walkQ(t.Reduce.Start)
-			walkQ(t.Reduce.Update)
-		}
-		if t.Foreach != nil {
-			walkQ(t.Foreach.Query)
-			walkQ(t.Foreach.Start)
-			walkQ(t.Foreach.Update)
-			walkQ(t.Foreach.Extract)
-		}
-		if t.Label != nil {
-			walkQ(t.Label.Body)
-		}
-		if t.Query != nil {
-			walkQ(t.Query)
-		}
-		for _, s := range t.SuffixList {
-			if s.Index != nil {
-				walkQ(s.Index.Start)
-				walkQ(s.Index.End)
-			}
-		}
-	}
-	walkQ(q)
+		return true
+	})
 }
 
 var jqMul, jqAdd, jqSub, jqDiv, jqMod = jqBinop("*"), jqBinop("+"), jqBinop("-"), jqBinop("/"), jqBinop("%")
