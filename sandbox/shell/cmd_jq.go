@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -123,7 +124,7 @@ func cmdJq(c *cmd) int {
 			return 3
 		}
 	}
-	q, err := gojq.Parse(jqPrelude + filter)
+	q, err := gojq.Parse(jqPrelude + jqBuiltins16 + filter)
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
@@ -132,7 +133,7 @@ func cmdJq(c *cmd) int {
 		values[i] = order.adopt(v)
 	}
 	jqRewrite(q)
-	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
+	code, err := gojq.Compile(q, append(order.builtinFuncs(), gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
 		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(order, args[0], args[1]) }),
 		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(order, args[0], args[1]) }),
 		gojq.WithFunction(jqSubFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqSub, "subtracted", args[0], args[1]) }),
@@ -142,8 +143,13 @@ func cmdJq(c *cmd) int {
 		gojq.WithFunction(jqRowFormats["@csv"], 0, 0, func(v any, _ []any) any { return order.row("csv", v) }),
 		gojq.WithFunction(jqRowFormats["@tsv"], 0, 0, func(v any, _ []any) any { return order.row("tsv", v) }),
 		gojq.WithFunction(jqRowFormats["@sh"], 0, 0, func(v any, _ []any) any { return order.row("sh", v) }),
-		gojq.WithFunction(jqValsFunc, 0, 0, func(v any, _ []any) any { return order.values(v) }),
-		gojq.WithFunction(jqKeysFunc, 0, 0, func(v any, _ []any) any { return order.keysOf(v) }),
+		gojq.WithFunction(jqValsFunc, 0, 0, func(v any, _ []any) any { return order.values(v, true) }),
+		gojq.WithFunction(jqValsOptFunc, 0, 0, func(v any, _ []any) any { return order.values(v, false) }),
+		gojq.WithFunction(jqIndexFunc, 2, 2, func(_ any, a []any) any { return order.index(a[0], a[1]) }),
+		gojq.WithIterFunction(jqIndexOptFunc, 2, 2, func(_ any, a []any) gojq.Iter { return jqNoErr(order.index(a[0], a[1])) }),
+		gojq.WithFunction(jqSliceFunc, 3, 3, func(_ any, a []any) any { return order.slice(a[0], a[1], a[2]) }),
+		gojq.WithIterFunction(jqSliceOptFunc, 3, 3, func(_ any, a []any) gojq.Iter { return jqNoErr(order.slice(a[0], a[1], a[2])) }),
+		gojq.WithFunction(jqKeysFunc, 0, 0, func(v any, _ []any) any { return order.keysOf(v, false) }),
 		gojq.WithFunction(jqToJSONFunc, 0, 0, func(v any, _ []any) any {
 			p := jqPrinter{order: order, compact: true}
 			if s := p.encode(v); p.err == nil {
@@ -163,7 +169,7 @@ func cmdJq(c *cmd) int {
 		}),
 		gojq.WithFunction(jqObjFunc, 1, 1, func(v any, args []any) any { return order.object(v, args[0]) }),
 		gojq.WithFunction(jqMatchGuard, 0, 0, jqMatchCheck),
-		gojq.WithFunction(jqRegexGuard, 1, 1, jqRegexCheck))
+		gojq.WithFunction(jqRegexGuard, 2, 2, order.regexCheck))...)
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
@@ -177,7 +183,7 @@ func cmdJq(c *cmd) int {
 	for _, f := range files {
 		b, err := c.readFile(f)
 		if err != nil {
-			c.errorf("error: Could not open %s: %s", f, errText(err))
+			c.errorf("error: Could not open file %s: %s", f, errText(err))
 			return 2
 		}
 		if f != "-" {
@@ -196,6 +202,7 @@ func cmdJq(c *cmd) int {
 	}
 	var inputs []any
 	var ends []int64
+	parseErr := ""
 	if rawIn {
 		if slurp {
 			inputs = []any{string(data)}
@@ -216,14 +223,17 @@ func cmdJq(c *cmd) int {
 		if !c.grow(4 * int64(len(data))) {
 			return 2
 		}
-		all, allEnds, err := order.decodeAll(data)
+		all, allEnds, perr := order.parse16(data)
 		if order.fail {
 			return 2
 		}
-		if err != nil {
-			c.out.Flush()
-			fmt.Fprintf(c.stderr, "parse error: %v\n", err)
-			return 2
+		if perr != "" && !nullIn {
+			parseErr = perr
+			if slurp {
+				c.out.Flush()
+				fmt.Fprintf(c.stderr, "parse error: %s\n", parseErr)
+				return 4
+			}
 		}
 		if slurp {
 			if all == nil {
@@ -239,12 +249,14 @@ func cmdJq(c *cmd) int {
 		inputs = []any{nil}
 	}
 	printer := &jqPrinter{order: order, compact: compact, indent: indent, tab: tab, ascii: ascii, S: sortKeys}
+	// the status is jq 1.6's of the last input: 14 for no output, 11
+	// for a last output null or false under -e, 0 for another, 5 for
+	// an error; then 14 and 11 are 4 and 1 under -e, 0 without
 	status := 0
-	var last any = false
-	produced := false
 	defer c.engine()()
 	ctx := engineCtx{c.ctx, c.r.mem}
 	for i, in := range inputs {
+		status = 14
 		iter := code.RunWithContext(ctx, in, values...)
 		for {
 			v, ok := iter.Next()
@@ -266,24 +278,22 @@ func cmdJq(c *cmd) int {
 				msg := ": " + jqErrText(err)
 				if ve, ok := err.(gojq.ValueError); ok && !isJqErr(err) {
 					switch x := ve.Value().(type) {
-					case nil:
-						// jq 1.6 takes error(null) for the end of the input's outputs
-						msg = ""
 					case string:
 						msg = ": " + x
 					default:
 						msg = " (not a string): " + order.compactOf(x)
-					}
-					if msg == "" {
-						break
 					}
 				}
 				fmt.Fprintf(c.stderr, "jq: error (at %s)%s\n", pos, msg)
 				status = 5
 				break
 			}
-			produced = true
-			last = v
+			if exitStatus {
+				status = 0
+				if v == nil || v == false {
+					status = 11
+				}
+			}
 			if s, ok := v.(string); ok && raw && !ascii {
 				c.out.WriteString(s)
 			} else {
@@ -298,15 +308,27 @@ func cmdJq(c *cmd) int {
 			}
 		}
 	}
-	if status == 0 && exitStatus {
-		if !produced {
-			return 4
+	if parseErr != "" {
+		// 1.6 answers the values before the one it cannot read
+		c.out.Flush()
+		fmt.Fprintf(c.stderr, "parse error: %s\n", parseErr)
+		return 4
+	}
+	if status >= 10 {
+		if exitStatus {
+			return status - 10
 		}
-		if last == nil || last == false {
-			return 1
-		}
+		return 0
 	}
 	return status
+}
+
+// jqNoErr is v, or no value for an error (x? of jq).
+func jqNoErr(v any) gojq.Iter {
+	if _, ok := v.(error); ok {
+		return gojq.NewIter[any]()
+	}
+	return gojq.NewIter(v)
 }
 
 // jqStringFormats are the formats that take a value as its tostring.
@@ -352,6 +374,16 @@ func jqRewrite(q *gojq.Query) {
 			return false
 		}
 		done[t] = true
+		jqShorthand(t)
+		jqIndexTerm(t)
+		if t.Object != nil {
+			for _, kv := range t.Object.KeyVals {
+				if kv.KeyQuery != nil {
+					// 1.6's words for a key that is not a string
+					kv.KeyQuery = &gojq.Query{Left: kv.KeyQuery, Op: gojq.OpPipe, Right: &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqObjKeyFunc}}}}
+				}
+			}
+		}
 		jqOrderTerm(t, seen)
 		if t.Type == gojq.TermTypeFormat && t.Str == nil && jqRowFormats[t.Format] != "" {
 			// 1.6's numbers (1e+17) and error texts
@@ -375,7 +407,7 @@ func jqRewrite(q *gojq.Query) {
 					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMatchGuard}}})
 				}
 				if len(call.Func.Args) > 0 {
-					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqRegexGuard, Args: call.Func.Args[:1]}}})
+					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqRegexGuard, Args: []*gojq.Query{call.Func.Args[0], jqStringQuery(call.Func.Name + "/" + strconv.Itoa(len(call.Func.Args)))}}}})
 				}
 				right := &gojq.Query{Term: &call}
 				for i := len(guards) - 1; i >= 0; i-- {
@@ -466,6 +498,14 @@ func (c *cmd) jqMul(o *jqOrder, a, b any) any {
 			c.r.mem.exceed(c.name)
 			return fmt.Errorf("repeat string result too large for the call's memory budget: %d bytes * %g", len(str), f)
 		}
+		if _, ok := toFloat(n); ok {
+			// jq 1.6: n-1 more copies, null when n-1 is below 0 as an int
+			more := math.Trunc(f - 1)
+			if more < 0 || math.IsNaN(more) {
+				return nil
+			}
+			return strings.Repeat(str, int(more)+1)
+		}
 	}
 	return o.binop(jqMul, "multiplied", a, b)
 }
@@ -483,11 +523,41 @@ const jqMatchLimit = 256 << 10
 
 var jqMatchFuncs = map[string]bool{"match": true, "capture": true, "scan": true, "splits": true, "sub": true, "gsub": true, "_match": true}
 
-// jqRegexGuard(re) is called before the jq functions that compile a
-// regular expression: gojq compiles it without a look at the call's end
-// (see maxRegex).
+// jqRegexGuard(re; "name/arity") is called before the jq functions
+// that compile a regular expression: gojq compiles it without a look at
+// the call's end (see maxRegex); and it fails with jq 1.6's words when
+// the input or the expression is not a string.
 const jqRegexGuard = "_computerfs_regex_guard"
 
+// jqRegexOneArg are the forms whose 1.6 versions take a string or an
+// array [re, flags] (sub/2 calls match/1).
+var jqRegexOneArg = map[string]bool{"test/1": true, "match/1": true, "capture/1": true, "sub/2": true}
+
+func (o *jqOrder) regexCheck(v any, args []any) any {
+	form, _ := args[1].(string)
+	re := args[0]
+	if jqRegexOneArg[form] {
+		switch re.(type) {
+		case string, []any:
+		default:
+			return jqErr(jqTypeName(re) + " not a string or array")
+		}
+	}
+	if _, ok := v.(string); !ok {
+		return jqErr(o.preview(v) + " cannot be matched, as it is not a string")
+	}
+	if _, ok := re.(string); !ok && !jqRegexOneArg[form] {
+		return jqErr(o.preview(re) + " is not a string")
+	}
+	return jqRegexCheck(v, args[:1])
+}
+
+func jqMatchCheck(v any, _ []any) any {
+	if s, ok := v.(string); ok && len(s) > jqMatchLimit {
+		return fmt.Errorf("regular expression match on a string of %d bytes: over the fast path's limit of %d bytes (gojq's match offsets take quadratic time)", len(s), jqMatchLimit)
+	}
+	return v
+}
 func jqRegexCheck(v any, args []any) any {
 	if re, ok := args[0].(string); ok {
 		if len(re) > maxRegex {
@@ -498,13 +568,6 @@ func jqRegexCheck(v any, args []any) any {
 				return err
 			}
 		}
-	}
-	return v
-}
-
-func jqMatchCheck(v any, _ []any) any {
-	if s, ok := v.(string); ok && len(s) > jqMatchLimit {
-		return fmt.Errorf("regular expression match on a string of %d bytes: over the fast path's limit of %d bytes (gojq's match offsets take quadratic time)", len(s), jqMatchLimit)
 	}
 	return v
 }

@@ -17,30 +17,34 @@ import (
 // [limit(1e9; repeat(1))] reached its timeout before its memory budget.
 // The .[] and + in them go through the call's ordered versions (see
 // jqRewrite).
-const jqPrelude = `def recurse(f): def r: ., (f | r); r;
+const jqPrelude = `def first: .[0];
+def last: .[-1];
+def nth($n): .[$n];
+def recurse(f): def r: ., (f | r); r;
 def recurse: recurse(.[]?);
 def map(f): [.[] | f];
 def add: reduce .[] as $x (null; . + $x);
 def keys_unsorted: ` + jqKeysFunc + `;
 def to_entries: [keys_unsorted[] as $k | {key: $k, value: .[$k]}];
-def from_entries: map({(.key // .k // .name // .Name // .K // .Key | if type == "string" then . else tojson end): (if has("value") then .value else .v end)}) | add + {} // {};
+def from_entries: map({(.key // .K // .Key): (if has("value") then .value else .v end)}) | add + {} // {};
 def with_entries(f): to_entries | map(f) | from_entries;
 def tojson: ` + jqToJSONFunc + `;
 def tostring: if type == "string" then . else ` + jqToJSONFunc + ` end;
 def _computerfs_limit($n; f): limit($n; f);
 def limit($n; f): if $n < 0 then f elif ($n | type) == "number" and $n > 0 then _computerfs_limit($n; f) else label $out | foreach f as $item ($n; .-1; $item, if . <= 0 then break $out else empty end) end;
-def join($x): reduce .[] as $i (null; (if .==null then "" else .+$x end) + ($i | if .==null then "" elif type=="string" then . else tojson end)) // "";
+def join($x): reduce .[] as $i (null; (if .==null then "" else .+$x end) + ($i | if type=="boolean" or type=="number" then tojson elif .==null then "" else . end)) // "";
 `
 
 const (
-	jqValsFunc   = "_computerfs_values"
-	jqKeysFunc   = "_computerfs_keys"
-	jqToJSONFunc = "_computerfs_tojson"
-	jqObjFunc    = "_computerfs_object"
-	jqSubFunc    = "_computerfs_sub"
-	jqDivFunc    = "_computerfs_div"
-	jqModFunc    = "_computerfs_mod"
-	jqNegFunc    = "_computerfs_neg"
+	jqValsFunc    = "_computerfs_values"
+	jqValsOptFunc = "_computerfs_values_opt"
+	jqKeysFunc    = "_computerfs_keys"
+	jqToJSONFunc  = "_computerfs_tojson"
+	jqObjFunc     = "_computerfs_object"
+	jqSubFunc     = "_computerfs_sub"
+	jqDivFunc     = "_computerfs_div"
+	jqModFunc     = "_computerfs_mod"
+	jqNegFunc     = "_computerfs_neg"
 )
 
 // jqFuncs are the functions (name/arity) a filter may call on the fast
@@ -74,7 +78,8 @@ var jqFuncs = map[string]bool{
 }
 
 // jqFormats are the @formats a filter may use on the fast path.
-var jqFormats = map[string]bool{"@csv": true, "@tsv": true, "@sh": true, "@base64": true, "@base64d": true, "@uri": true, "@html": true}
+// (@base64d is not: gojq decodes what 1.6 refuses, and the reverse.)
+var jqFormats = map[string]bool{"@csv": true, "@tsv": true, "@sh": true, "@base64": true, "@uri": true, "@html": true}
 
 // jqUnbounded says why a filter (the agent's, without jqPrelude) could
 // build a value of any depth, or "" when it cannot: reduce, foreach, a
@@ -155,6 +160,8 @@ func jqFilterCheck(q *gojq.Query) string {
 			why = "modules"
 		case len(q.Patterns) > 1:
 			why = "?// (jq 1.7)"
+		case len(q.Patterns) == 1 && q.Patterns[0].Name == "":
+			why = "destructuring (gojq's error texts)"
 		case jqIsUpdate(q.Op):
 			why = "updates (" + q.Op.String() + ")"
 		case (q.Op == gojq.OpDiv || q.Op == gojq.OpMod) && q.Right != nil && q.Right.Term != nil &&
@@ -238,6 +245,7 @@ func jqTermCheck(t *gojq.Term, defs map[string]bool) string {
 // that jqFilterCheck refuses.
 func jqCanRun(words []string, lits []bool) string {
 	filter, have := "", false
+	raw, ascii := false, false
 	for i := 1; i < len(words); i++ {
 		a := words[i]
 		if !lits[i] {
@@ -252,6 +260,12 @@ func jqCanRun(words []string, lits []bool) string {
 			}
 			continue
 		}
+		if lits[i] && strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
+			raw = raw || strings.ContainsAny(a, "rj")
+			ascii = ascii || strings.Contains(a, "a")
+		}
+		raw = raw || a == "--raw-output" || a == "--join-output"
+		ascii = ascii || a == "--ascii-output"
 		switch a {
 		case "-r", "--raw-output", "-j", "--join-output", "-c", "--compact-output", "-s", "--slurp", "-n", "--null-input",
 			"-e", "--exit-status", "-S", "--sort-keys", "--tab", "-M", "--monochrome-output", "-R", "--raw-input", "-a", "--ascii-output":
@@ -283,6 +297,11 @@ func jqCanRun(words []string, lits []bool) string {
 	}
 	if !have {
 		return "jq without a filter is not built in"
+	}
+	if raw && ascii {
+		// 1.6 prints a string raw under -a as JSON, and then corrupts
+		// its heap (malloc_consolidate(): unaligned fastbin chunk)
+		return "jq -r with -a is not built in (jq 1.6 aborts on it)"
 	}
 	if tooNested(filter) || tooManyOperators(filter, maxJqOperators) {
 		// cmdJq refuses it (gojq's parse recurses on each level and
