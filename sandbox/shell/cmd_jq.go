@@ -132,6 +132,7 @@ func cmdJq(c *cmd) int {
 	for i, v := range values {
 		values[i] = order.adopt(v)
 	}
+	jqPrune(q)
 	jqRewrite(q)
 	code, err := gojq.Compile(q, append(order.builtinFuncs(), gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
 		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(order, args[0], args[1]) }),
@@ -179,26 +180,36 @@ func cmdJq(c *cmd) int {
 	if len(files) == 0 && !(nullIn && !strings.Contains(filter, "input")) {
 		files = []string{"-"}
 	}
-	name := "<stdin>"
+	var starts []int64 // where each file's text begins in data
 	for _, f := range files {
 		b, err := c.readFile(f)
 		if err != nil {
 			c.errorf("error: Could not open file %s: %s", f, errText(err))
 			return 2
 		}
-		if f != "-" {
-			name = f
-		}
+		starts = append(starts, int64(len(data)))
 		data = append(data, b...)
 	}
-	// where jq 1.6 says an error was: the lines it read (a line at a
-	// time) when the value was complete
-	lineAt := func(off int64) int {
-		n := bytes.Count(data[:off], []byte("\n"))
-		if bytes.IndexByte(data[off:], '\n') >= 0 {
+	// where jq 1.6 says an error was: the file it was reading and the
+	// lines of it read (a line at a time) when the value was complete
+	posAt := func(off int64) string {
+		i := len(starts) - 1
+		for i > 0 && starts[i] >= off {
+			i--
+		}
+		start, end := starts[i], int64(len(data))
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		n := bytes.Count(data[start:off], []byte("\n"))
+		if bytes.IndexByte(data[off:end], '\n') >= 0 {
 			n++
 		}
-		return n
+		name := files[i]
+		if name == "-" {
+			name = "<stdin>"
+		}
+		return fmt.Sprintf("%s:%d", name, n)
 	}
 	var inputs []any
 	var ends []int64
@@ -273,7 +284,7 @@ func cmdJq(c *cmd) int {
 				c.out.Flush()
 				pos := "<unknown>"
 				if !nullIn {
-					pos = fmt.Sprintf("%s:%d", name, lineAt(ends[i]))
+					pos = posAt(ends[i])
 				}
 				msg := ": " + jqErrText(err)
 				if ve, ok := err.(gojq.ValueError); ok && !isJqErr(err) {

@@ -1,6 +1,10 @@
 package shell
 
-import "github.com/itchyny/gojq"
+import (
+	"strconv"
+
+	"github.com/itchyny/gojq"
+)
 
 // jqVisit walks a parsed filter, the one place that knows where gojq's
 // AST keeps queries: onQuery sees every query and onTerm every term
@@ -124,4 +128,46 @@ func (v jqVisitor) term(t *gojq.Term) {
 	for _, s := range t.SuffixList {
 		v.index(s.Index)
 	}
+}
+
+// jqPrune drops the definitions of jqPrelude and jqBuiltins16 that the
+// filter does not reach, by name and arity (keeping too many is safe; a
+// definition is dropped only when nothing kept calls its name): gojq
+// compiles every definition it is given, and a hundred of them took
+// most of a small call's time.
+func jqPrune(q *gojq.Query) {
+	if len(q.FuncDefs) == 0 {
+		return
+	}
+	// what gojq or jqRewrite call by name: string interpolation calls
+	// tostring, .. calls recurse
+	need := map[string]bool{"tostring/0": true, "tojson/0": true, "recurse/0": true}
+	refs := func(q *gojq.Query) {
+		jqVisit(q, func(*gojq.Query) bool { return true }, func(t *gojq.Term) bool {
+			if t.Func != nil {
+				need[t.Func.Name+"/"+strconv.Itoa(len(t.Func.Args))] = true
+			}
+			return true
+		})
+	}
+	body := *q
+	body.FuncDefs = nil
+	refs(&body)
+	keep := make([]bool, len(q.FuncDefs))
+	for changed := true; changed; {
+		changed = false
+		for i, fd := range q.FuncDefs {
+			if !keep[i] && need[fd.Name+"/"+strconv.Itoa(len(fd.Args))] {
+				keep[i], changed = true, true
+				refs(fd.Body)
+			}
+		}
+	}
+	defs := q.FuncDefs[:0]
+	for i, fd := range q.FuncDefs {
+		if keep[i] {
+			defs = append(defs, fd)
+		}
+	}
+	q.FuncDefs = defs
 }
