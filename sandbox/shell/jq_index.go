@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"context"
 	"math"
 	"unicode/utf8"
 
@@ -122,7 +123,7 @@ func (o *jqOrder) index(t, k any) any {
 	case []any:
 		switch y := k.(type) {
 		case []any:
-			return jqIndices(x, y)
+			return o.indices(x, y)
 		case map[string]any:
 			start, end, ok := jqSliceBounds(y, len(x))
 			if !ok {
@@ -212,14 +213,22 @@ func jqSliceBounds(k map[string]any, n int) (int, int, bool) {
 	return int(s), int(math.Ceil(e)), true
 }
 
-// jqIndices is jq 1.6's .[array]: where y starts in x (none for an
-// empty y).
-func jqIndices(x, y []any) any {
+// indices is jq 1.6's .[array]: where y starts in x (none for an empty
+// y). It is one step of the filter, so it looks at the call's end as it
+// goes (x and y of a million elements are 10^12 comparisons).
+func (o *jqOrder) indices(x, y []any) any {
 	out := []any{}
 	if len(y) == 0 {
 		return out
 	}
+	work := 0
 	for i := 0; i+len(y) <= len(x); i++ {
+		if work += len(y); work > 1<<20 {
+			work = 0
+			if o != nil && o.c != nil && o.c.canceled() {
+				return context.Cause(o.c.ctx)
+			}
+		}
 		match := true
 		for j := range y {
 			if gojq.Compare(x[i+j], y[j]) != 0 {
