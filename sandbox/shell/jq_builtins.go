@@ -31,7 +31,6 @@ def _computerfs_b_rtrimstr($x): rtrimstr($x);
 def _computerfs_b_startswith($x): startswith($x);
 def _computerfs_b_endswith($x): endswith($x);
 def _computerfs_b_split($x): split($x);
-def _computerfs_b_indices($i): indices($i);
 def _computerfs_b_contains($x): contains($x);
 def _computerfs_b_utf8bytelength: utf8bytelength;
 def _computerfs_b_floor: floor;
@@ -67,7 +66,7 @@ def rtrimstr($x): if type == "string" and ($x | type) == "string" then _computer
 def startswith($x): if type == "string" and ($x | type) == "string" then _computerfs_b_startswith($x) else error("startswith() requires string inputs") end;
 def endswith($x): if type == "string" and ($x | type) == "string" then _computerfs_b_endswith($x) else error("endswith() requires string inputs") end;
 def split($x): if type == "string" and ($x | type) == "string" then _computerfs_b_split($x) else error("split input and separator must be strings") end;
-def indices($i): if type == "array" and ($i | type) == "array" then .[$i] elif type == "array" then .[[$i]] elif type == "string" and ($i | type) == "string" then _computerfs_b_indices($i) else .[$i] end;
+def indices($i): if type == "array" and ($i | type) == "array" then .[$i] elif type == "array" then .[[$i]] elif type == "string" and ($i | type) == "string" then _computerfs_strindices($i) else .[$i] end;
 def index($i): indices($i) | .[0];
 def rindex($i): indices($i) | .[-1:][0];
 def contains($x): _computerfs_contains_check($x) | _computerfs_b_contains($x);
@@ -93,6 +92,7 @@ def reverse: [.[length - 1 - range(0; length)]];
 def transpose: if . == [] then [] else . as $in | (map(length) | max) as $max | [range(0; $max) as $j | [range(0; $in | length) as $i | $in[$i][$j]]] end;
 def combinations: if length == 0 then [] else .[0][] as $x | (.[1:] | combinations) as $w | [$x] + $w end;
 def combinations(n): . as $dot | [range(n)] | map($dot) | combinations;
+def nth($n; f): if $n < 0 then error("nth doesn't support negative indices") else last(limit($n + 1; f)) end;
 def any: reduce .[] as $x (false; . or $x);
 def all: reduce .[] as $x (true; . and $x);
 def any(f): reduce (.[] | f) as $x (false; . or $x);
@@ -213,6 +213,7 @@ func (o *jqOrder) builtinFuncs() []gojq.CompilerOption {
 		gojq.WithFunction("_computerfs_fromjson", 0, 0, func(v any, _ []any) any { return o.fromJSON(v.(string)) }),
 		gojq.WithFunction("_computerfs_tonumber", 0, 0, func(v any, _ []any) any { return o.toNumber(v) }),
 		gojq.WithFunction("_computerfs_match_order", 0, 0, func(v any, _ []any) any { return o.matchOrder(v) }),
+		gojq.WithFunction("_computerfs_strindices", 1, 1, func(v any, a []any) any { return jqStrIndices(v.(string), a[0].(string)) }),
 		gojq.WithFunction(jqObjKeyFunc, 0, 0, func(v any, _ []any) any { return o.objKey(v) }),
 	}
 }
@@ -277,4 +278,22 @@ func (o *jqOrder) matchOrder(v any) any {
 		return jqErr("objects too large for the call's memory budget")
 	}
 	return m
+}
+
+// jqStrIndices is jq 1.6's _strindices: the byte offsets of the
+// occurrences of sub in s that do not overlap (1.6 loops for ever on an
+// empty sub; here it has none).
+func jqStrIndices(s, sub string) any {
+	out := []any{}
+	if sub == "" {
+		return out
+	}
+	for off := 0; ; {
+		i := strings.Index(s[off:], sub)
+		if i < 0 {
+			return out
+		}
+		out = append(out, off+i)
+		off += i + len(sub)
+	}
 }

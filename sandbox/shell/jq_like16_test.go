@@ -27,9 +27,9 @@ func TestJqLike16(t *testing.T) {
 		`unique`, `unique_by(.x)`, `min`, `max_by(.x)`, `tostring`, `tonumber`, `fromjson`, `ascii_downcase`,
 		`explode`, `ltrimstr("a")`, `startswith("a")`, `split(",")`, `test("a")`, `match("a")`, `[scan("a")]`,
 		`sub("a"; "b")`, `contains("a")`, `inside("a")`, `index("a")`, `indices(1)`, `utf8bytelength`, `floor`,
-		`range(.)`, `transpose`, `-.`, `. + 1`, `. - 1`, `. * 2`, `. / 2`, `"a" * .`, `{(.): 1}`, `error`,
+		`range(.)`, `transpose`, `-.`, `. + 1`, `. - 1`, `. * 2`, `. / 2`, `"a" * .`, `{(.): 1}`, `error`, `[nth(-1; .[]?)]`, `rindex(",")`,
 	}
-	inputs := []string{`null`, `true`, `1.5`, `"a,b"`, `[1,2]`, `{"a":1,"x":{"y":2}}`, `[{"x":1},2]`, `[]`, `{}`, `[[1,2],[3]]`, "{\"x\":1}\n{\"x\":\"s\"}\n"}
+	inputs := []string{`null`, `true`, `1.5`, `"a,b"`, `"é,b,"`, `[1,2]`, `{"a":1,"x":{"y":2}}`, `[{"x":1},2]`, `[]`, `{}`, `[[1,2],[3]]`, "{\"x\":1}\n{\"x\":\"s\"}\n"}
 	type run struct{ opts, filter, input string }
 	var runs []run
 	for _, f := range filters {
