@@ -210,10 +210,22 @@ func (o *jqOrder) builtinFuncs() []gojq.CompilerOption {
 		gojq.WithFunction("_computerfs_has", 1, 1, func(v any, a []any) any { return o.has(v, a[0]) }),
 		gojq.WithFunction("_computerfs_flatten", 1, 1, func(v any, a []any) any { return o.flatten(v, a[0]) }),
 		gojq.WithFunction("_computerfs_keys_sorted", 0, 0, func(v any, _ []any) any { return o.keysOf(v, true) }),
-		gojq.WithFunction("_computerfs_fromjson", 0, 0, func(v any, _ []any) any { return o.fromJSON(v.(string)) }),
+		gojq.WithFunction("_computerfs_fromjson", 0, 0, func(v any, _ []any) any {
+			if s, ok := v.(string); ok {
+				return o.fromJSON(s)
+			}
+			return o.want(v, "string", "only strings can be parsed")
+		}),
 		gojq.WithFunction("_computerfs_tonumber", 0, 0, func(v any, _ []any) any { return o.toNumber(v) }),
 		gojq.WithFunction("_computerfs_match_order", 0, 0, func(v any, _ []any) any { return o.matchOrder(v) }),
-		gojq.WithFunction("_computerfs_strindices", 1, 1, func(v any, a []any) any { return jqStrIndices(v.(string), a[0].(string)) }),
+		gojq.WithFunction("_computerfs_strindices", 1, 1, func(v any, a []any) any {
+			s, ok1 := v.(string)
+			sub, ok2 := a[0].(string)
+			if !ok1 || !ok2 {
+				return o.err2(v, a[0], "cannot be searched, as they are not both strings")
+			}
+			return jqStrIndices(s, sub)
+		}),
 		gojq.WithFunction(jqObjKeyFunc, 0, 0, func(v any, _ []any) any { return o.objKey(v) }),
 	}
 }
