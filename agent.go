@@ -440,14 +440,19 @@ func privateRoot(st *kv.Store, a Agent) error {
 
 // chownRootFiles gives every inode of the store owned by uid 0 to the
 // agent (and every group 0 to its group), and returns how many it changed.
+// Directories still to visit are kept on a list of its own, not Go's
+// stack: the agent makes trees of any depth, and a recursion a level
+// deep on each would end the daemon at mount with a fatal stack overflow.
 func chownRootFiles(st *kv.Store, a Agent) (int, error) {
 	n := 0
-	seen := map[uint64]bool{}
-	var walk func(ino uint64) error
-	walk = func(ino uint64) error {
+	seen := map[uint64]bool{kv.RootIno: true}
+	todo := []uint64{kv.RootIno}
+	for len(todo) > 0 {
+		ino := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
 		attr, err := st.GetAttr(ino)
 		if err != nil {
-			return err
+			return n, err
 		}
 		var req kv.SetAttrRequest
 		if attr.Uid == 0 {
@@ -460,29 +465,24 @@ func chownRootFiles(st *kv.Store, a Agent) (int, error) {
 		}
 		if req.Valid != 0 {
 			if _, err := st.SetAttr(ino, req); err != nil {
-				return err
+				return n, err
 			}
 			n++
 		}
 		if !attr.IsDir() {
-			return nil
+			continue
 		}
-		var kids []kv.Dirent
-		if err := st.ReadDir(ino, "", func(d kv.Dirent) bool { kids = append(kids, d); return true }); err != nil {
-			return err
-		}
-		for _, d := range kids {
-			if seen[d.Ino] {
-				continue
+		if err := st.ReadDir(ino, "", func(d kv.Dirent) bool {
+			if !seen[d.Ino] {
+				seen[d.Ino] = true
+				todo = append(todo, d.Ino)
 			}
-			seen[d.Ino] = true
-			if err := walk(d.Ino); err != nil {
-				return err
-			}
+			return true
+		}); err != nil {
+			return n, err
 		}
-		return nil
 	}
-	return n, walk(kv.RootIno)
+	return n, nil
 }
 
 // prepareNewStore gives a store that does not exist yet (or an empty

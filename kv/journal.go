@@ -245,13 +245,13 @@ type journalState struct {
 	// jmu orders records: it is held from taking a sequence number to the
 	// commit of its batch, so records become visible in sequence order.
 	jmu        sync.Mutex
-	jnext      uint64            // the next sequence number
-	jlast      Record            // the last record written (for joining writes)
-	jlastCost  int64             // what jlast counts (recordBytes)
-	trimMu     sync.Mutex        // one TrimJournal at a time
-	paths      map[uint64]string // inode -> the path of its first name, for records (pathCutMark: cut)
-	pathBytes  int               // the paths' bytes
-	journalOff bool              // no journal (imports into a new store, benchmarks)
+	jnext      uint64                // the next sequence number
+	jlast      Record                // the last record written (for joining writes)
+	jlastCost  int64                 // what jlast counts (recordBytes)
+	trimMu     sync.Mutex            // one TrimJournal at a time
+	paths      map[uint64]cachedPath // inode -> the path of its first name, for records (pathCutMark: cut)
+	pathBytes  int                   // the paths' bytes charged
+	journalOff bool                  // no journal (imports into a new store, benchmarks)
 }
 
 // system is the actor of changes made through the Store's own methods
@@ -394,7 +394,7 @@ func (s *Store) notePath(rec *Record, raw string, joined bool) {
 	switch rec.Op {
 	case JCreate, JMkdir, JSymlink:
 		if !joined && raw != "" {
-			s.cachePath(rec.Ino, raw)
+			s.cachePath(rec.Ino, raw, len(raw))
 		}
 	case JUnlink, JRmdir: // a removed directory was empty: nothing below it is cached
 		s.uncachePath(rec.Ino)
@@ -415,19 +415,27 @@ const (
 	pathCacheBytes   = 4 << 20
 )
 
-func (s *Store) cachePath(ino uint64, p string) {
-	if len(s.paths) >= pathCacheEntries || s.pathBytes+len(p) > pathCacheBytes {
+// cachedPath is a path in the cache and the bytes it is charged: its
+// length, or nothing for a cut path that is its directory's cut path
+// (the same string: every directory below a cut shares its ancestor's).
+type cachedPath struct {
+	p string
+	n int
+}
+
+func (s *Store) cachePath(ino uint64, p string, charge int) {
+	if len(s.paths) >= pathCacheEntries || s.pathBytes+charge > pathCacheBytes {
 		clear(s.paths)
 		s.pathBytes = 0
 	}
 	s.uncachePath(ino)
-	s.paths[ino] = p
-	s.pathBytes += len(p)
+	s.paths[ino] = cachedPath{p, charge}
+	s.pathBytes += charge
 }
 
 func (s *Store) uncachePath(ino uint64) {
-	if p, ok := s.paths[ino]; ok {
-		s.pathBytes -= len(p)
+	if c, ok := s.paths[ino]; ok {
+		s.pathBytes -= c.n
 		delete(s.paths, ino)
 	}
 }
@@ -459,23 +467,70 @@ func (s *Store) inoPath(ino uint64) string {
 
 // pathOf returns the path of a inode other than the root by its first
 // name, from the back references, with a cache. jmu is held.
+//
+// It walks up to the root (or a directory whose path is cached) in a
+// loop, then down again making each path: the agent makes trees of any
+// depth, and a recursion a level deep on each would end the daemon with
+// a fatal stack overflow at the first change deep down. The walk holds
+// an inode and a name a level; past maxPathWalk levels (a damaged store's
+// loop) the top is named by its inode number.
 func (s *Store) pathOf(ino uint64) (string, bool) {
-	if p, ok := s.paths[ino]; ok {
-		return p, true
+	if c, ok := s.paths[ino]; ok {
+		return c.p, true
 	}
-	parent, name, err := s.firstName(ino)
-	if err != nil {
-		return "", false
+	type step struct {
+		ino  uint64
+		name string
 	}
-	p := s.entryPath(parent, name)
-	s.cachePath(ino, p)
+	var up []step // ino and its directories, innermost first, with their names
+	base := ""    // the path of the directory above up's last
+	for d := ino; ; {
+		parent, name, err := s.firstName(d)
+		if err != nil {
+			if d == ino {
+				return "", false
+			}
+			base = fmt.Sprintf("(inode %d)", d)
+			break
+		}
+		up = append(up, step{d, name})
+		if parent == RootIno {
+			break
+		}
+		if c, ok := s.paths[parent]; ok {
+			base = c.p
+			break
+		}
+		if len(up) >= maxPathWalk {
+			base = fmt.Sprintf("(inode %d)", parent)
+			break
+		}
+		d = parent
+	}
+	p := base
+	for i := len(up) - 1; i >= 0; i-- {
+		charge := 0
+		if !strings.HasSuffix(p, pathCutMark) { // else p stays the same string
+			p = joinCut(p, up[i].name)
+			charge = len(p)
+		}
+		s.cachePath(up[i].ino, p, charge)
+	}
 	return p, true
 }
+
+// maxPathWalk bounds pathOf's walk up the tree.
+const maxPathWalk = 1 << 24
 
 // entryPath is the path of name in dir, cut (pathCutMark) past
 // MaxRecordPath. jmu is held.
 func (s *Store) entryPath(dir uint64, name string) string {
-	d := s.dirPath(dir)
+	return joinCut(s.dirPath(dir), name)
+}
+
+// joinCut is the path of name in the directory at d ("" for the root),
+// cut (pathCutMark) past MaxRecordPath.
+func joinCut(d, name string) string {
 	if strings.HasSuffix(d, pathCutMark) {
 		return d
 	}
@@ -508,7 +563,7 @@ func (s *Store) firstName(ino uint64) (uint64, string, error) {
 
 // loadJournal finds the next sequence number at open.
 func (s *Store) loadJournal() error {
-	s.paths = make(map[uint64]string)
+	s.paths = make(map[uint64]cachedPath)
 	s.pathBytes = 0
 	s.jnext = 1
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxJournal}, UpperBound: []byte{pfxJournal + 1}})

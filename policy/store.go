@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"sync"
 	"syscall"
 
@@ -273,6 +274,8 @@ type pathCache struct {
 	st  *kv.Store
 	gen uint64
 	m   map[uint64]string
+	// bytes: the length of m's paths
+	bytes int
 	// files: the name of files with one, valid while their ctime stays
 	// (a rename sets it; a new link makes two names)
 	files map[uint64]fileName
@@ -284,11 +287,21 @@ type fileName struct {
 	name  string
 }
 
-// maxCachedDirs bounds the cache; past it, it starts again.
-const maxCachedDirs = 1 << 16
+// maxCachedDirs bounds the cache; past it, it starts again. So does
+// maxCachedBytes, the paths' length in all: a directory thousands of
+// levels deep has a path of megabytes.
+const (
+	maxCachedDirs  = 1 << 16
+	maxCachedBytes = 32 << 20
+)
 
 // DirPath is the package's DirPath, through the checker's cache of
-// directory paths. A nil checker does not cache.
+// directory paths. A nil checker does not cache. It walks up from dir to
+// the first directory whose path is cached (or the root) in a loop, at
+// most maxDepth levels (past them ENAMETOOLONG, as for a path longer than
+// PATH_MAX), never by recursion: the agent makes trees of any depth, and
+// a recursion a level deep on each would end the daemon with a fatal
+// stack overflow.
 func (c *Checker) DirPath(st *kv.Store, dir uint64) (string, error) {
 	if dir == kv.RootIno {
 		return "/", nil
@@ -298,37 +311,76 @@ func (c *Checker) DirPath(st *kv.Store, dir uint64) (string, error) {
 	}
 	pc := &c.paths
 	g := st.DirMoves()
-	if g&1 == 0 {
+	cached := func(d uint64) (string, bool) {
+		if g&1 != 0 {
+			return "", false
+		}
 		pc.mu.Lock()
+		defer pc.mu.Unlock()
 		if pc.st != st || pc.gen != g {
-			pc.st, pc.gen, pc.m = st, g, make(map[uint64]string)
+			pc.st, pc.gen, pc.m, pc.bytes = st, g, make(map[uint64]string), 0
 		}
-		p, ok := pc.m[dir]
-		pc.mu.Unlock()
-		if ok {
-			return p, nil
+		p, ok := pc.m[d]
+		return p, ok
+	}
+	if p, ok := cached(dir); ok {
+		return p, nil
+	}
+	// Up to the root or a cached directory: the directories on the way
+	// and their names, innermost first.
+	type step struct {
+		dir  uint64
+		name string
+	}
+	var up []step
+	base, cur := "/", dir
+	for {
+		if len(up) >= maxDepth {
+			return "", syscall.ENAMETOOLONG
 		}
+		parent, name, err := firstName(st, cur)
+		if err != nil {
+			return "", err
+		}
+		if parent == cur {
+			return "", syscall.ELOOP
+		}
+		up = append(up, step{cur, name})
+		if parent == kv.RootIno {
+			break
+		}
+		if p, ok := cached(parent); ok {
+			base = p
+			break
+		}
+		cur = parent
 	}
-	// One step up, through the cache for the parent.
-	parent, name, err := firstName(st, dir)
-	if err != nil {
-		return "", err
+	if base != "/" && strings.Count(base, "/")+len(up) > maxDepth {
+		return "", syscall.ENAMETOOLONG
 	}
-	if parent == dir {
-		return "", syscall.ELOOP
+	// The path, made once (the directories on the way are not cached:
+	// a walk down the tree asks for each directory before its children).
+	n := len(base)
+	for _, u := range up {
+		n += 1 + len(u.name)
 	}
-	pp, err := c.DirPath(st, parent)
-	if err != nil {
-		return "", err
+	b := make([]byte, 0, n)
+	if base != "/" {
+		b = append(b, base...)
 	}
-	p := Join(pp, name)
+	for i := len(up) - 1; i >= 0; i-- {
+		b = append(append(b, '/'), up[i].name...)
+	}
+	p := string(b)
 	if g&1 == 0 && st.DirMoves() == g {
 		pc.mu.Lock()
 		if pc.st == st && pc.gen == g {
-			if len(pc.m) >= maxCachedDirs {
+			if len(pc.m) >= maxCachedDirs || pc.bytes+len(p) > maxCachedBytes {
 				clear(pc.m)
+				pc.bytes = 0
 			}
 			pc.m[dir] = p
+			pc.bytes += len(p)
 		}
 		pc.mu.Unlock()
 	}

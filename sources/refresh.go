@@ -110,21 +110,26 @@ type localFile struct {
 }
 
 // originFiles walks dir and returns the files whose origin is source idx,
-// by their key at the source.
+// by their key at the source. It keeps the directories to read on a list,
+// not Go's stack (the agent makes trees of any depth), and goes no deeper
+// than spec.MaxTreePath bytes of path: no file the source brought in is
+// deeper (import and refresh refuse longer paths).
 func (r *Refresher) originFiles(idx int, dir string) (map[string]localFile, error) {
 	st := r.FS.Store()
 	out := map[string]localFile{}
-	var walk func(p string) error
-	walk = func(p string) error {
+	todo := []string{dir}
+	for len(todo) > 0 {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
 		var ents []kv.Dirent
 		if err := r.FS.ReadDir(p, "", func(d kv.Dirent) bool { ents = append(ents, d); return true }); err != nil {
-			return err
+			return nil, err
 		}
 		for _, d := range ents {
 			cp := path.Join(p, d.Name)
 			if d.Type == kv.S_IFDIR {
-				if err := walk(cp); err != nil {
-					return err
+				if len(cp)-len(dir) <= spec.MaxTreePath {
+					todo = append(todo, cp)
 				}
 				continue
 			}
@@ -133,17 +138,16 @@ func (r *Refresher) originFiles(idx int, dir string) (map[string]localFile, erro
 				continue
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			a, err := st.GetAttr(d.Ino)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out[o.Key] = localFile{path: cp, attr: a, origin: o}
 		}
-		return nil
 	}
-	return out, walk(dir)
+	return out, nil
 }
 
 func (r *Refresher) refreshS3(ctx context.Context, idx int, src *spec.Source, rep *SourceReport) error {

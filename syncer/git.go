@@ -126,6 +126,12 @@ func (g *GitTarget) SyncRepo(ctx context.Context, fs *wsfs.FS, dir string, commi
 	defer co.Close()
 	repo := co.Repo
 	if commit {
+		// go-git's status of a tree deeper than safegit.MaxTreeDepth
+		// would take the daemon hours, or its stack.
+		if err := safegit.CheckTree(fs, dir); err != nil {
+			res.Err = err
+			return res
+		}
 		// Not in the middle of a git command on the shell fast path,
 		// which would move the branch from under the commit.
 		unlock := fs.LockRepo(path.Join(dir, ".git"))
@@ -162,13 +168,19 @@ func (g *GitTarget) commit(repo *git.Repository, dotgit billy.Filesystem, res *R
 	if err != nil {
 		return err
 	}
-	status, err := w.Status()
-	if err != nil {
-		return fmt.Errorf("git status: %w", err)
-	}
+	// The index first: status and commit build a tree of its entries
+	// (by recursion, with every prefix of every path), so an entry
+	// thousands of levels deep must be refused before they run.
 	idx, err := repo.Storer.Index()
 	if err != nil {
 		return fmt.Errorf("git index: %w", err)
+	}
+	if err := safegit.CheckIndex(idx); err != nil {
+		return err
+	}
+	status, err := w.Status()
+	if err != nil {
+		return fmt.Errorf("git status: %w", err)
 	}
 	var lines []string
 	staged := false

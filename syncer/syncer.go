@@ -676,6 +676,10 @@ func (s *Syncer) finish(src *source, rep *SourceReport, force bool) {
 	src.nextTry = time.Now().Add(d)
 }
 
+// maxWalkPath bounds the paths expand walks to: S3 takes keys of at most
+// 1,024 bytes.
+const maxWalkPath = 4096
+
 // expand adds t's path to cands, and when it is (or was) a directory,
 // every file below it now and every object the manifest has below it.
 func (s *Syncer) expand(src *source, t *Touch, cands map[string]*Touch) error {
@@ -692,27 +696,31 @@ func (s *Syncer) expand(src *source, t *Touch, cands map[string]*Touch) error {
 	}
 	p := path.Join(src.Path, t.Rel)
 	if a, err := s.fs.Lstat(p); err == nil && a.IsDir() {
-		var walk func(dir, rel string) error
-		walk = func(dir, rel string) error {
+		// A loop over a list of directories, not a recursion: the agent
+		// makes trees of any depth, and a Go stack frame a level would
+		// end the daemon. A path past maxWalkPath (4 times S3's longest
+		// key) could never be uploaded: the pass stops there with an error.
+		type dirAt struct{ dir, rel string }
+		todo := []dirAt{{p, t.Rel}}
+		for len(todo) > 0 {
+			d := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if len(d.rel) > maxWalkPath {
+				return fmt.Errorf("%.200q...: a path longer than %d bytes, not written back", d.rel, maxWalkPath)
+			}
 			var ents []kv.Dirent
-			if err := s.fs.ReadDir(dir, "", func(d kv.Dirent) bool { ents = append(ents, d); return true }); err != nil {
+			if err := s.fs.ReadDir(d.dir, "", func(e kv.Dirent) bool { ents = append(ents, e); return true }); err != nil {
 				return err
 			}
-			for _, d := range ents {
-				r := path.Join(rel, d.Name)
-				switch d.Type {
+			for _, e := range ents {
+				r := path.Join(d.rel, e.Name)
+				switch e.Type {
 				case kv.S_IFDIR:
-					if err := walk(path.Join(dir, d.Name), r); err != nil {
-						return err
-					}
+					todo = append(todo, dirAt{path.Join(d.dir, e.Name), r})
 				case kv.S_IFREG:
 					add(r)
 				}
 			}
-			return nil
-		}
-		if err := walk(p, t.Rel); err != nil {
-			return err
 		}
 	}
 	mp := ManifestKey(src.Index, src.Prefix)

@@ -1,6 +1,7 @@
 package wsfs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"syscall"
@@ -130,7 +131,14 @@ func (f *FS) Remove(p string) error {
 
 // RemoveAll removes p and everything under it, as rm -rf does. A missing p
 // is not an error.
-func (f *FS) RemoveAll(p string) error {
+func (f *FS) RemoveAll(p string) error { return f.RemoveAllContext(context.Background(), p) }
+
+// RemoveAllContext is RemoveAll that stops, with ctx's error, when ctx
+// ends (what it removed by then stays removed).
+func (f *FS) RemoveAllContext(ctx context.Context, p string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	r, err := f.lookup(p, false, true)
 	if err != nil {
 		return pathErr("remove", p, err)
@@ -140,7 +148,7 @@ func (f *FS) RemoveAll(p string) error {
 	}
 	if r.attr.IsDir() {
 		f.forgetDirs()
-		if err := f.removeTree(r.ino); err != nil {
+		if err := f.removeTree(ctx, r.ino); err != nil {
 			return pathErr("remove", p, err)
 		}
 		return pathErr("remove", p, f.kvRmdir(r.dir, r.name))
@@ -149,11 +157,25 @@ func (f *FS) RemoveAll(p string) error {
 }
 
 // removeTree empties the directory dir, in batches so that a huge directory
-// is never held in memory.
-func (f *FS) removeTree(dir uint64) error {
-	for {
+// is never held in memory. It keeps the directories it is inside on a
+// stack of its own, not Go's: the agent makes trees of any depth (a
+// chain of a million directories through the mount), and a recursion a
+// level deep on each would end the daemon with a fatal stack overflow.
+// The stack holds an entry (two inodes and a name) for each directory
+// of a batch still to remove: at most 1,024 a level.
+func (f *FS) removeTree(ctx context.Context, dir uint64) error {
+	type level struct {
+		dir, parent uint64 // parent: where dir is named name (0 for the top)
+		name        string
+	}
+	stack := []level{{dir: dir}}
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		top := &stack[len(stack)-1]
 		var batch []kv.Dirent
-		err := f.s.ReadDir(dir, "", func(d kv.Dirent) bool {
+		err := f.s.ReadDir(top.dir, "", func(d kv.Dirent) bool {
 			batch = append(batch, d)
 			return len(batch) < 1024
 		})
@@ -161,22 +183,31 @@ func (f *FS) removeTree(dir uint64) error {
 			return err
 		}
 		if len(batch) == 0 {
-			return nil
-		}
-		for _, d := range batch {
-			if d.Type == kv.S_IFDIR {
-				if err := f.removeTree(d.Ino); err != nil {
+			// empty: remove it from its parent and go back up
+			done := *top
+			stack = stack[:len(stack)-1]
+			if done.parent != 0 {
+				if err := f.kvRmdir(done.parent, done.name); err != nil && err != kv.ErrNotFound {
 					return err
 				}
-				err = f.kvRmdir(dir, d.Name)
-			} else {
-				err = f.kvUnlink(dir, d.Name)
 			}
-			if err != nil && err != kv.ErrNotFound {
+			continue
+		}
+		// Files go now; the batch's directories are emptied and removed
+		// first (they go on the stack above this one, which is read
+		// again once they are gone).
+		parent := top.dir
+		for _, d := range batch {
+			if d.Type == kv.S_IFDIR {
+				stack = append(stack, level{dir: d.Ino, parent: parent, name: d.Name})
+				continue
+			}
+			if err := f.kvUnlink(parent, d.Name); err != nil && err != kv.ErrNotFound {
 				return err
 			}
 		}
 	}
+	return nil
 }
 
 // Rename renames oldpath to newpath, replacing a file or an empty directory

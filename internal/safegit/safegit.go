@@ -34,6 +34,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
@@ -212,6 +213,90 @@ func (l *limitFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File,
 		return f, err
 	}
 	return &limitFile{File: f, left: max, max: max}, nil
+}
+
+// MaxTreeDepth is the deepest work-tree directory, and index entry, the
+// daemon's git takes; MaxPathLen bounds a path's length. The agent makes
+// trees of any depth (a million directories through the mount, an index
+// entry of the sandbox's `git update-index`), and go-git's status and
+// commit recurse a level deep on each, hold a path (for the index, every
+// prefix of it) a level, and check every leading directory of a path
+// before each read: a cost that grows with the cube of the depth (a
+// status 280 levels deep took 25 s). Past these bounds a push-back stops
+// with ErrTooDeep before go-git runs (CheckTree, CheckIndex).
+const (
+	MaxTreeDepth = 128
+	MaxPathLen   = 16 << 10
+)
+
+// ErrTooDeep is what a work tree or an index past MaxTreeDepth or
+// MaxPathLen gets.
+var ErrTooDeep = fmt.Errorf("git: a path deeper than %d levels or longer than %d bytes: the daemon's git does not take it", MaxTreeDepth, MaxPathLen)
+
+// TooDeep reports whether the path p is past MaxTreeDepth or MaxPathLen.
+func TooDeep(p string) bool {
+	return len(p) > MaxPathLen || strings.Count(p, "/") >= MaxTreeDepth
+}
+
+// CheckTree returns ErrTooDeep if the work tree at dir (its .git aside)
+// has a directory past the bounds. It reads each directory once, by
+// inode, keeping those to read on a list, and stops at the first too deep.
+func CheckTree(f *wsfs.FS, dir string) error {
+	a, err := f.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st := f.Store()
+	type at struct {
+		ino   uint64
+		depth int
+		len   int
+	}
+	todo := []at{{a.Ino, 0, 0}}
+	for len(todo) > 0 {
+		d := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		var tooDeep bool
+		err := st.ReadDir(d.ino, "", func(e kv.Dirent) bool {
+			if e.Type != kv.S_IFDIR || d.depth == 0 && e.Name == ".git" {
+				return true
+			}
+			n := d.len + 1 + len(e.Name)
+			if d.depth+1 >= MaxTreeDepth || n > MaxPathLen {
+				tooDeep = true
+				return false
+			}
+			todo = append(todo, at{e.Ino, d.depth + 1, n})
+			return true
+		})
+		if tooDeep {
+			return fmt.Errorf("%w (in %s)", ErrTooDeep, dir)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckIndex returns ErrTooDeep if an entry of idx is past the bounds:
+// what go-git's status and commit read before they walk.
+func CheckIndex(idx *index.Index) error {
+	for _, e := range idx.Entries {
+		if TooDeep(e.Name) {
+			return fmt.Errorf("%w (an index entry)", ErrTooDeep)
+		}
+	}
+	return nil
+}
+
+// ReadDir refuses a directory past the bounds, so that go-git's walks of
+// the work tree stop there.
+func (l *limitFS) ReadDir(name string) ([]os.FileInfo, error) {
+	if TooDeep(path.Join(l.rel, name)) {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: ErrTooDeep}
+	}
+	return l.Billy.ReadDir(name)
 }
 
 func (l *limitFS) Create(name string) (billy.File, error) {

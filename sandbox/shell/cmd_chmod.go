@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 func init() {
@@ -73,6 +74,11 @@ done:
 		}
 		if recursive && fi.IsDir() {
 			if lfi, err := c.r.sh.ns.lstat(abs); err == nil && lfi.mode&fs.ModeSymlink != 0 {
+				return
+			}
+			if treeTooDeep(abs) {
+				c.errorf("cannot read directory '%s': %s", shown, errText(syscall.ENAMETOOLONG))
+				status = 1
 				return
 			}
 			ents, _ := c.readDir(abs)

@@ -171,8 +171,23 @@ func (c *cmd) copyOne(src, dst string, o *cpOpts, move bool) error {
 }
 
 // maxTreeDepth bounds how deep the commands that walk a tree go (a
-// symbolic link loop followed with -L would otherwise be endless).
-const maxTreeDepth = 4096
+// symbolic link loop followed with -L would otherwise be endless), and
+// maxTreePath the length of the paths they make. The agent makes trees
+// of any depth (a chain of a million directories through the mount):
+// every walk stops at these bounds with "File name too long", so that
+// its recursion (a Go stack frame a level, which past a gigabyte is a
+// fatal error that ends the daemon) and the paths it holds (one a
+// level, each as long as the level is deep) stay small.
+const (
+	maxTreeDepth = 4096
+	maxTreePath  = 64 << 10
+)
+
+// treeTooDeep reports whether the directory abs is past the bounds of a walk
+// (maxTreeDepth levels below the namespace's root, or maxTreePath bytes).
+func treeTooDeep(abs string) bool {
+	return len(abs) > maxTreePath || strings.Count(abs, "/") > maxTreeDepth
+}
 
 func (c *cmd) copyTree(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts) error {
 	return c.copyTreeIn(sabs, dabs, src, dst, sfi, o, nil)
@@ -187,7 +202,7 @@ func (c *cmd) copyTreeIn(sabs, dabs, src, dst string, sfi *fileInfo, o *cpOpts, 
 	ns := c.r.sh.ns
 	switch {
 	case sfi.IsDir():
-		if slices.Contains(up, sfi.ino) || len(up) >= maxTreeDepth {
+		if slices.Contains(up, sfi.ino) || len(up) >= maxTreeDepth || treeTooDeep(sabs) || treeTooDeep(dabs) {
 			c.errorf("cannot copy cyclic directory '%s': File system loop detected", src)
 			return syscall.ELOOP
 		}

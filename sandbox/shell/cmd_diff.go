@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 func init() {
@@ -376,6 +377,10 @@ func (d *differ) diff(a, b string) int {
 
 func (d *differ) diffDirs(a, b string) int {
 	c := d.c
+	if treeTooDeep(c.abs(a)) || treeTooDeep(c.abs(b)) {
+		c.errorf("%s: %s", a, errText(syscall.ENAMETOOLONG))
+		return 2
+	}
 	ea, _ := c.readDir(a)
 	eb, _ := c.readDir(b)
 	names := map[string]int{}

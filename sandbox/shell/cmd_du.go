@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 func init() {
@@ -78,7 +79,10 @@ func cmdDu(c *cmd) int {
 			seen[fi.ino] = true
 		}
 		n := size(fi)
-		if fi.IsDir() {
+		if fi.IsDir() && treeTooDeep(abs) {
+			c.errorf("cannot read directory '%s': %s", shown, errText(syscall.ENAMETOOLONG))
+			status = 1
+		} else if fi.IsDir() {
 			ents, _ := c.readDir(abs)
 			for _, e := range ents {
 				n += walk(strings.TrimSuffix(abs, "/")+"/"+e.name, strings.TrimSuffix(shown, "/")+"/"+e.name, depth+1)

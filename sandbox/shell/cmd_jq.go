@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -123,7 +124,7 @@ func cmdJq(c *cmd) int {
 			return 3
 		}
 	}
-	q, err := gojq.Parse(jqPrelude + filter)
+	q, err := gojq.Parse(jqPrelude + jqBuiltins16 + filter)
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
@@ -131,8 +132,9 @@ func cmdJq(c *cmd) int {
 	for i, v := range values {
 		values[i] = order.adopt(v)
 	}
-	jqBoundMul(q)
-	code, err := gojq.Compile(q, gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
+	jqPrune(q)
+	jqRewrite(q)
+	code, err := gojq.Compile(q, append(order.builtinFuncs(), gojq.WithVariables(names), gojq.WithEnvironLoader(func() []string { return exported(c.env) }),
 		gojq.WithFunction(jqMulFunc, 2, 2, func(_ any, args []any) any { return c.jqMul(order, args[0], args[1]) }),
 		gojq.WithFunction(jqAddFunc, 2, 2, func(_ any, args []any) any { return c.jqAdd(order, args[0], args[1]) }),
 		gojq.WithFunction(jqSubFunc, 2, 2, func(_ any, args []any) any { return order.binop(jqSub, "subtracted", args[0], args[1]) }),
@@ -142,8 +144,13 @@ func cmdJq(c *cmd) int {
 		gojq.WithFunction(jqRowFormats["@csv"], 0, 0, func(v any, _ []any) any { return order.row("csv", v) }),
 		gojq.WithFunction(jqRowFormats["@tsv"], 0, 0, func(v any, _ []any) any { return order.row("tsv", v) }),
 		gojq.WithFunction(jqRowFormats["@sh"], 0, 0, func(v any, _ []any) any { return order.row("sh", v) }),
-		gojq.WithFunction(jqValsFunc, 0, 0, func(v any, _ []any) any { return order.values(v) }),
-		gojq.WithFunction(jqKeysFunc, 0, 0, func(v any, _ []any) any { return order.keysOf(v) }),
+		gojq.WithFunction(jqValsFunc, 0, 0, func(v any, _ []any) any { return order.values(v, true) }),
+		gojq.WithFunction(jqValsOptFunc, 0, 0, func(v any, _ []any) any { return order.values(v, false) }),
+		gojq.WithFunction(jqIndexFunc, 2, 2, func(_ any, a []any) any { return order.index(a[0], a[1]) }),
+		gojq.WithIterFunction(jqIndexOptFunc, 2, 2, func(_ any, a []any) gojq.Iter { return jqNoErr(order.index(a[0], a[1])) }),
+		gojq.WithFunction(jqSliceFunc, 3, 3, func(_ any, a []any) any { return order.slice(a[0], a[1], a[2]) }),
+		gojq.WithIterFunction(jqSliceOptFunc, 3, 3, func(_ any, a []any) gojq.Iter { return jqNoErr(order.slice(a[0], a[1], a[2])) }),
+		gojq.WithFunction(jqKeysFunc, 0, 0, func(v any, _ []any) any { return order.keysOf(v, false) }),
 		gojq.WithFunction(jqToJSONFunc, 0, 0, func(v any, _ []any) any {
 			p := jqPrinter{order: order, compact: true}
 			if s := p.encode(v); p.err == nil {
@@ -163,7 +170,7 @@ func cmdJq(c *cmd) int {
 		}),
 		gojq.WithFunction(jqObjFunc, 1, 1, func(v any, args []any) any { return order.object(v, args[0]) }),
 		gojq.WithFunction(jqMatchGuard, 0, 0, jqMatchCheck),
-		gojq.WithFunction(jqRegexGuard, 1, 1, jqRegexCheck))
+		gojq.WithFunction(jqRegexGuard, 2, 2, order.regexCheck))...)
 	if err != nil {
 		c.errorf("error: %v\ncompile error", err)
 		return 3
@@ -173,29 +180,40 @@ func cmdJq(c *cmd) int {
 	if len(files) == 0 && !(nullIn && !strings.Contains(filter, "input")) {
 		files = []string{"-"}
 	}
-	name := "<stdin>"
+	var starts []int64 // where each file's text begins in data
 	for _, f := range files {
 		b, err := c.readFile(f)
 		if err != nil {
-			c.errorf("error: Could not open %s: %s", f, errText(err))
+			c.errorf("error: Could not open file %s: %s", f, errText(err))
 			return 2
 		}
-		if f != "-" {
-			name = f
-		}
+		starts = append(starts, int64(len(data)))
 		data = append(data, b...)
 	}
-	// where jq 1.6 says an error was: the lines it read (a line at a
-	// time) when the value was complete
-	lineAt := func(off int64) int {
-		n := bytes.Count(data[:off], []byte("\n"))
-		if bytes.IndexByte(data[off:], '\n') >= 0 {
+	// where jq 1.6 says an error was: the file it was reading and the
+	// lines of it read (a line at a time) when the value was complete
+	posAt := func(off int64) string {
+		i := len(starts) - 1
+		for i > 0 && starts[i] >= off {
+			i--
+		}
+		start, end := starts[i], int64(len(data))
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		n := bytes.Count(data[start:off], []byte("\n"))
+		if bytes.IndexByte(data[off:end], '\n') >= 0 {
 			n++
 		}
-		return n
+		name := files[i]
+		if name == "-" {
+			name = "<stdin>"
+		}
+		return fmt.Sprintf("%s:%d", name, n)
 	}
 	var inputs []any
 	var ends []int64
+	parseErr := ""
 	if rawIn {
 		if slurp {
 			inputs = []any{string(data)}
@@ -216,14 +234,17 @@ func cmdJq(c *cmd) int {
 		if !c.grow(4 * int64(len(data))) {
 			return 2
 		}
-		all, allEnds, err := order.decodeAll(data)
+		all, allEnds, perr := order.parse16(data)
 		if order.fail {
 			return 2
 		}
-		if err != nil {
-			c.out.Flush()
-			fmt.Fprintf(c.stderr, "parse error: %v\n", err)
-			return 2
+		if perr != "" && !nullIn {
+			parseErr = perr
+			if slurp {
+				c.out.Flush()
+				fmt.Fprintf(c.stderr, "parse error: %s\n", parseErr)
+				return 4
+			}
 		}
 		if slurp {
 			if all == nil {
@@ -239,12 +260,14 @@ func cmdJq(c *cmd) int {
 		inputs = []any{nil}
 	}
 	printer := &jqPrinter{order: order, compact: compact, indent: indent, tab: tab, ascii: ascii, S: sortKeys}
+	// the status is jq 1.6's of the last input: 14 for no output, 11
+	// for a last output null or false under -e, 0 for another, 5 for
+	// an error; then 14 and 11 are 4 and 1 under -e, 0 without
 	status := 0
-	var last any = false
-	produced := false
 	defer c.engine()()
 	ctx := engineCtx{c.ctx, c.r.mem}
 	for i, in := range inputs {
+		status = 14
 		iter := code.RunWithContext(ctx, in, values...)
 		for {
 			v, ok := iter.Next()
@@ -261,29 +284,27 @@ func cmdJq(c *cmd) int {
 				c.out.Flush()
 				pos := "<unknown>"
 				if !nullIn {
-					pos = fmt.Sprintf("%s:%d", name, lineAt(ends[i]))
+					pos = posAt(ends[i])
 				}
 				msg := ": " + jqErrText(err)
 				if ve, ok := err.(gojq.ValueError); ok && !isJqErr(err) {
 					switch x := ve.Value().(type) {
-					case nil:
-						// jq 1.6 takes error(null) for the end of the input's outputs
-						msg = ""
 					case string:
 						msg = ": " + x
 					default:
 						msg = " (not a string): " + order.compactOf(x)
-					}
-					if msg == "" {
-						break
 					}
 				}
 				fmt.Fprintf(c.stderr, "jq: error (at %s)%s\n", pos, msg)
 				status = 5
 				break
 			}
-			produced = true
-			last = v
+			if exitStatus {
+				status = 0
+				if v == nil || v == false {
+					status = 11
+				}
+			}
 			if s, ok := v.(string); ok && raw && !ascii {
 				c.out.WriteString(s)
 			} else {
@@ -298,15 +319,27 @@ func cmdJq(c *cmd) int {
 			}
 		}
 	}
-	if status == 0 && exitStatus {
-		if !produced {
-			return 4
+	if parseErr != "" {
+		// 1.6 answers the values before the one it cannot read
+		c.out.Flush()
+		fmt.Fprintf(c.stderr, "parse error: %s\n", parseErr)
+		return 4
+	}
+	if status >= 10 {
+		if exitStatus {
+			return status - 10
 		}
-		if last == nil || last == false {
-			return 1
-		}
+		return 0
 	}
 	return status
+}
+
+// jqNoErr is v, or no value for an error (x? of jq).
+func jqNoErr(v any) gojq.Iter {
+	if _, ok := v.(error); ok {
+		return gojq.NewIter[any]()
+	}
+	return gojq.NewIter(v)
 }
 
 // jqStringFormats are the formats that take a value as its tostring.
@@ -325,39 +358,42 @@ const (
 	jqToStrFunc = "_computerfs_tostring"
 )
 
-// jqBoundMul makes every a * b and a + b of the filter call jqMulFunc
-// and jqAddFunc, which check a string repeated a number of times, or two
-// strings or arrays put together, against the call's memory budget
-// before they are made ("x" * 1e9 is one allocation of a GB, and
-// reduce range(40) as $i ("x"; . + .) doubles a string 40 times).
-func jqBoundMul(q *gojq.Query) {
-	var walkQ func(q *gojq.Query)
-	var walkT func(t *gojq.Term)
-	seen := map[*gojq.Term]bool{}
-	formats := map[*gojq.Term]bool{} // the formats that take tostring's
-	walkQ = func(q *gojq.Query) {
-		if q == nil {
-			return
-		}
-		for _, fd := range q.FuncDefs {
-			walkQ(fd.Body)
-		}
-		walkQ(q.Left)
-		walkQ(q.Right)
-		walkT(q.Term)
-		switch q.Op {
-		case gojq.OpMul:
+// jqRewrite makes the parsed filter (jqPrelude's and the agent's) answer
+// as jq 1.6 within the call's bounds: every a * b and a + b calls
+// jqMulFunc and jqAddFunc, which check a string repeated a number of
+// times, or two strings or arrays put together, against the call's
+// memory budget before they are made ("x" * 1e9 is one allocation of a
+// GB, and reduce range(40) as $i ("x"; . + .) doubles a string 40
+// times); -, / and % call 1.6's error texts; objects keep their key
+// order (jqOrderTerm); @csv, @tsv and @sh print as 1.6, the string
+// formats take 1.6's tostring; -x keeps 1.6's -0; and the regular
+// expression functions check their pattern and input first.
+func jqRewrite(q *gojq.Query) {
+	seen := map[*gojq.Term]bool{} // jqOrderTerm's
+	done := map[*gojq.Term]bool{} // terms seen (a term may be reached twice)
+	guarded := map[*gojq.Term]bool{}
+	formats := map[*gojq.Term]bool{}
+	binops := map[gojq.Operator]string{gojq.OpMul: jqMulFunc, gojq.OpAdd: jqAddFunc, gojq.OpSub: jqSubFunc, gojq.OpDiv: jqDivFunc, gojq.OpMod: jqModFunc}
+	jqVisit(q, func(q *gojq.Query) bool {
+		if name := binops[q.Op]; name != "" {
 			l, r := q.Left, q.Right
-			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMulFunc, Args: []*gojq.Query{l, r}}}}
-		case gojq.OpAdd, gojq.OpSub, gojq.OpDiv, gojq.OpMod:
-			l, r := q.Left, q.Right
-			name := map[gojq.Operator]string{gojq.OpAdd: jqAddFunc, gojq.OpSub: jqSubFunc, gojq.OpDiv: jqDivFunc, gojq.OpMod: jqModFunc}[q.Op]
 			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{l, r}}}}
 		}
-	}
-	walkT = func(t *gojq.Term) {
-		if t == nil {
-			return
+		return true
+	}, func(t *gojq.Term) bool {
+		if done[t] {
+			return false
+		}
+		done[t] = true
+		jqShorthand(t)
+		jqIndexTerm(t)
+		if t.Object != nil {
+			for _, kv := range t.Object.KeyVals {
+				if kv.KeyQuery != nil {
+					// 1.6's words for a key that is not a string
+					kv.KeyQuery = &gojq.Query{Left: kv.KeyQuery, Op: gojq.OpPipe, Right: &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqObjKeyFunc}}}}
+				}
+			}
 		}
 		jqOrderTerm(t, seen)
 		if t.Type == gojq.TermTypeFormat && t.Str == nil && jqRowFormats[t.Format] != "" {
@@ -372,105 +408,34 @@ func jqBoundMul(q *gojq.Query) {
 			tostring := &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqToStrFunc}}}
 			*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{Left: tostring, Op: gojq.OpPipe, Right: &gojq.Query{Term: f}}, SuffixList: t.SuffixList}
 		}
-		if t.Index != nil {
-			walkQ(t.Index.Start)
-			walkQ(t.Index.End)
-			if t.Index.Str != nil {
-				for _, q := range t.Index.Str.Queries {
-					walkQ(q)
-				}
-			}
-		}
 		if t.Func != nil {
-			for _, a := range t.Func.Args {
-				walkQ(a)
-			}
 			global := jqMatchFuncs[t.Func.Name] || t.Func.Name == "split" && len(t.Func.Args) == 2
-			if global || t.Func.Name == "test" && len(t.Func.Args) > 0 {
+			if (global || t.Func.Name == "test" && len(t.Func.Args) > 0) && !guarded[t] {
 				call := *t
+				guarded[&call] = true
 				var guards []*gojq.Query
 				if global {
 					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMatchGuard}}})
 				}
 				if len(call.Func.Args) > 0 {
-					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqRegexGuard, Args: call.Func.Args[:1]}}})
+					guards = append(guards, &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqRegexGuard, Args: []*gojq.Query{call.Func.Args[0], jqStringQuery(call.Func.Name + "/" + strconv.Itoa(len(call.Func.Args)))}}}})
 				}
 				right := &gojq.Query{Term: &call}
 				for i := len(guards) - 1; i >= 0; i-- {
 					right = &gojq.Query{Left: guards[i], Op: gojq.OpPipe, Right: right}
 				}
 				*t = gojq.Term{Type: gojq.TermTypeQuery, Query: right}
-				return
+				return true // into the guards and the call (whose first argument the regex guard shares: done sees it once)
 			}
 		}
-		if t.Object != nil {
-			for _, kv := range t.Object.KeyVals {
-				walkQ(kv.KeyQuery)
-				if kv.Val != nil {
-					walkQ(kv.Val)
-				}
-				if kv.KeyString != nil {
-					for _, q := range kv.KeyString.Queries {
-						walkQ(q)
-					}
-				}
-			}
+		if t.Unary != nil && t.Unary.Op == gojq.OpSub {
+			// gojq's -x of an int 0 is 0; jq 1.6's numbers are
+			// doubles, and -0 prints as -0
+			arg := &gojq.Query{Term: t.Unary.Term}
+			*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqNegFunc, Args: []*gojq.Query{arg}}, SuffixList: t.SuffixList}
 		}
-		if t.Array != nil {
-			walkQ(t.Array.Query)
-		}
-		if t.Unary != nil {
-			walkT(t.Unary.Term)
-			if t.Unary.Op == gojq.OpSub {
-				// gojq's -x of an int 0 is 0; jq 1.6's numbers are
-				// doubles, and -0 prints as -0
-				arg := &gojq.Query{Term: t.Unary.Term}
-				*t = gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqNegFunc, Args: []*gojq.Query{arg}}, SuffixList: t.SuffixList}
-			}
-		}
-		if t.Str != nil {
-			for _, q := range t.Str.Queries {
-				walkQ(q)
-			}
-		}
-		if t.If != nil {
-			walkQ(t.If.Cond)
-			walkQ(t.If.Then)
-			for _, e := range t.If.Elif {
-				walkQ(e.Cond)
-				walkQ(e.Then)
-			}
-			walkQ(t.If.Else)
-		}
-		if t.Try != nil {
-			walkQ(t.Try.Body)
-			walkQ(t.Try.Catch)
-		}
-		if t.Reduce != nil {
-			walkQ(t.Reduce.Query)
-			walkQ(t.Reduce.Start)
-			walkQ(t.Reduce.Update)
-		}
-		if t.Foreach != nil {
-			walkQ(t.Foreach.Query)
-			walkQ(t.Foreach.Start)
-			walkQ(t.Foreach.Update)
-			walkQ(t.Foreach.Extract)
-		}
-		if t.Label != nil {
-			walkQ(t.Label.Body)
-		}
-		if t.Query != nil {
-			walkQ(t.Query)
-		}
-		for _, s := range t.SuffixList {
-			if s.Index != nil {
-				walkQ(s.Index.Start)
-				walkQ(s.Index.End)
-			}
-		}
-	}
-	walkQ(q)
+		return true
+	})
 }
 
 var jqMul, jqAdd, jqSub, jqDiv, jqMod = jqBinop("*"), jqBinop("+"), jqBinop("-"), jqBinop("/"), jqBinop("%")
@@ -544,6 +509,14 @@ func (c *cmd) jqMul(o *jqOrder, a, b any) any {
 			c.r.mem.exceed(c.name)
 			return fmt.Errorf("repeat string result too large for the call's memory budget: %d bytes * %g", len(str), f)
 		}
+		if _, ok := toFloat(n); ok {
+			// jq 1.6: n-1 more copies, null when n-1 is below 0 as an int
+			more := math.Trunc(f - 1)
+			if more < 0 || math.IsNaN(more) {
+				return nil
+			}
+			return strings.Repeat(str, int(more)+1)
+		}
 	}
 	return o.binop(jqMul, "multiplied", a, b)
 }
@@ -561,11 +534,41 @@ const jqMatchLimit = 256 << 10
 
 var jqMatchFuncs = map[string]bool{"match": true, "capture": true, "scan": true, "splits": true, "sub": true, "gsub": true, "_match": true}
 
-// jqRegexGuard(re) is called before the jq functions that compile a
-// regular expression: gojq compiles it without a look at the call's end
-// (see maxRegex).
+// jqRegexGuard(re; "name/arity") is called before the jq functions
+// that compile a regular expression: gojq compiles it without a look at
+// the call's end (see maxRegex); and it fails with jq 1.6's words when
+// the input or the expression is not a string.
 const jqRegexGuard = "_computerfs_regex_guard"
 
+// jqRegexOneArg are the forms whose 1.6 versions take a string or an
+// array [re, flags] (sub/2 calls match/1).
+var jqRegexOneArg = map[string]bool{"test/1": true, "match/1": true, "capture/1": true, "sub/2": true}
+
+func (o *jqOrder) regexCheck(v any, args []any) any {
+	form, _ := args[1].(string)
+	re := args[0]
+	if jqRegexOneArg[form] {
+		switch re.(type) {
+		case string, []any:
+		default:
+			return jqErr(jqTypeName(re) + " not a string or array")
+		}
+	}
+	if _, ok := v.(string); !ok {
+		return jqErr(o.preview(v) + " cannot be matched, as it is not a string")
+	}
+	if _, ok := re.(string); !ok && !jqRegexOneArg[form] {
+		return jqErr(o.preview(re) + " is not a string")
+	}
+	return jqRegexCheck(v, args[:1])
+}
+
+func jqMatchCheck(v any, _ []any) any {
+	if s, ok := v.(string); ok && len(s) > jqMatchLimit {
+		return fmt.Errorf("regular expression match on a string of %d bytes: over the fast path's limit of %d bytes (gojq's match offsets take quadratic time)", len(s), jqMatchLimit)
+	}
+	return v
+}
 func jqRegexCheck(v any, args []any) any {
 	if re, ok := args[0].(string); ok {
 		if len(re) > maxRegex {
@@ -576,13 +579,6 @@ func jqRegexCheck(v any, args []any) any {
 				return err
 			}
 		}
-	}
-	return v
-}
-
-func jqMatchCheck(v any, _ []any) any {
-	if s, ok := v.(string); ok && len(s) > jqMatchLimit {
-		return fmt.Errorf("regular expression match on a string of %d bytes: over the fast path's limit of %d bytes (gojq's match offsets take quadratic time)", len(s), jqMatchLimit)
 	}
 	return v
 }

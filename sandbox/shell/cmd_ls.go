@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -196,6 +197,11 @@ func (c *cmd) lsDir(abs, shown string, o *lsOpts, header bool) int {
 			}
 			c.out.WriteString("\n")
 			sub := strings.TrimSuffix(shown, "/") + "/" + e.name
+			if treeTooDeep(e.path) {
+				c.errorf("cannot open directory '%s': %s", sub, errText(syscall.ENAMETOOLONG))
+				status = 2
+				continue
+			}
 			if c.lsDir(e.path, sub, o, true) != 0 {
 				status = 2
 			}

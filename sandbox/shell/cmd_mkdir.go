@@ -63,6 +63,9 @@ func (c *cmd) mkdirAll(abs string, mode uint32, verbose bool) error {
 		return context.Cause(c.ctx)
 	}
 	abs = strings.TrimSuffix(abs, "/")
+	if treeTooDeep(abs) { // its recursion goes a level a component
+		return syscall.ENAMETOOLONG
+	}
 	if fi, err := c.r.sh.ns.stat(abs); err == nil {
 		if !fi.IsDir() {
 			return syscall.EEXIST

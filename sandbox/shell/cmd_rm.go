@@ -87,6 +87,10 @@ func cmdRm(c *cmd) int {
 }
 
 func (c *cmd) removeTree(abs, shown string, verbose bool) error {
+	if treeTooDeep(abs) {
+		c.errorf("cannot remove '%s': %s", shown, errText(syscall.ENAMETOOLONG))
+		return syscall.ENAMETOOLONG
+	}
 	ents, err := c.readDir(abs)
 	if err != nil {
 		c.errorf("cannot remove '%s': %s", shown, errText(err))

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"compress/bzip2"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -657,6 +658,10 @@ func (w *tarWalk) add(abs, name string, top bool) {
 	if !fi.IsDir() {
 		return
 	}
+	if treeTooDeep(abs) {
+		t.warn("%s: Cannot open: %s", name, errText(syscall.ENAMETOOLONG))
+		return
+	}
 	ents, err := c.readDir(abs)
 	if err != nil {
 		t.warn("%s: Cannot open: %s", name, errText(err))
@@ -982,7 +987,8 @@ func (t *tarCmd) extract(tr *tar.Reader, h *tar.Header, dest string, links *[]de
 		t.list(t.listW, h, h.Name)
 	}
 	if t.toStdout {
-		if h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA {
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse: // holes read as zeros, as GNU tar prints them
 			if _, err := io.Copy(c.out, stoppableReader{tr, c.ctx}); err != nil {
 				return err
 			}
@@ -1106,6 +1112,12 @@ func (t *tarCmd) extract(tr *tar.Reader, h *tar.Header, dest string, links *[]de
 // mkdirs makes the missing directories above a member (0755, as tar makes
 // them with the usual umask).
 func (t *tarCmd) mkdirs(abs string) error {
+	if t.c.canceled() {
+		return context.Cause(t.c.ctx)
+	}
+	if treeTooDeep(abs) { // a member's name can be megabytes of a/a/a/...
+		return syscall.ENAMETOOLONG
+	}
 	ns := t.c.r.sh.ns
 	fi, err := ns.stat(abs)
 	if err == nil {

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 func init() {
@@ -42,6 +43,10 @@ func cmdTree(c *cmd) int {
 	var walk func(abs, shown, prefix string, level int)
 	walk = func(abs, shown, prefix string, level int) {
 		if depth >= 0 && level >= depth {
+			return
+		}
+		if treeTooDeep(abs) || len(prefix) > maxTreePath {
+			c.errorf("%s: %s", shown, errText(syscall.ENAMETOOLONG))
 			return
 		}
 		ents, err := c.readDir(abs)

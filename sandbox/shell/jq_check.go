@@ -17,30 +17,34 @@ import (
 // [limit(1e9; repeat(1))] reached its timeout before its memory budget.
 // The .[] and + in them go through the call's ordered versions (see
 // jqRewrite).
-const jqPrelude = `def recurse(f): def r: ., (f | r); r;
+const jqPrelude = `def first: .[0];
+def last: .[-1];
+def nth($n): .[$n];
+def recurse(f): def r: ., (f | r); r;
 def recurse: recurse(.[]?);
 def map(f): [.[] | f];
 def add: reduce .[] as $x (null; . + $x);
 def keys_unsorted: ` + jqKeysFunc + `;
 def to_entries: [keys_unsorted[] as $k | {key: $k, value: .[$k]}];
-def from_entries: map({(.key // .k // .name // .Name // .K // .Key | if type == "string" then . else tojson end): (if has("value") then .value else .v end)}) | add + {} // {};
+def from_entries: map({(.key // .K // .Key): (if has("value") then .value else .v end)}) | add + {} // {};
 def with_entries(f): to_entries | map(f) | from_entries;
 def tojson: ` + jqToJSONFunc + `;
 def tostring: if type == "string" then . else ` + jqToJSONFunc + ` end;
 def _computerfs_limit($n; f): limit($n; f);
 def limit($n; f): if $n < 0 then f elif ($n | type) == "number" and $n > 0 then _computerfs_limit($n; f) else label $out | foreach f as $item ($n; .-1; $item, if . <= 0 then break $out else empty end) end;
-def join($x): reduce .[] as $i (null; (if .==null then "" else .+$x end) + ($i | if .==null then "" elif type=="string" then . else tojson end)) // "";
+def join($x): reduce .[] as $i (null; (if .==null then "" else .+$x end) + ($i | if type=="boolean" or type=="number" then tojson elif .==null then "" else . end)) // "";
 `
 
 const (
-	jqValsFunc   = "_computerfs_values"
-	jqKeysFunc   = "_computerfs_keys"
-	jqToJSONFunc = "_computerfs_tojson"
-	jqObjFunc    = "_computerfs_object"
-	jqSubFunc    = "_computerfs_sub"
-	jqDivFunc    = "_computerfs_div"
-	jqModFunc    = "_computerfs_mod"
-	jqNegFunc    = "_computerfs_neg"
+	jqValsFunc    = "_computerfs_values"
+	jqValsOptFunc = "_computerfs_values_opt"
+	jqKeysFunc    = "_computerfs_keys"
+	jqToJSONFunc  = "_computerfs_tojson"
+	jqObjFunc     = "_computerfs_object"
+	jqSubFunc     = "_computerfs_sub"
+	jqDivFunc     = "_computerfs_div"
+	jqModFunc     = "_computerfs_mod"
+	jqNegFunc     = "_computerfs_neg"
 )
 
 // jqFuncs are the functions (name/arity) a filter may call on the fast
@@ -74,7 +78,8 @@ var jqFuncs = map[string]bool{
 }
 
 // jqFormats are the @formats a filter may use on the fast path.
-var jqFormats = map[string]bool{"@csv": true, "@tsv": true, "@sh": true, "@base64": true, "@base64d": true, "@uri": true, "@html": true}
+// (@base64d is not: gojq decodes what 1.6 refuses, and the reverse.)
+var jqFormats = map[string]bool{"@csv": true, "@tsv": true, "@sh": true, "@base64": true, "@uri": true, "@html": true}
 
 // jqUnbounded says why a filter (the agent's, without jqPrelude) could
 // build a value of any depth, or "" when it cannot: reduce, foreach, a
@@ -91,28 +96,22 @@ var jqFormats = map[string]bool{"@csv": true, "@tsv": true, "@sh": true, "@base6
 // runs in the sandbox's jq, whose stack is its own process's.
 func jqUnbounded(q *gojq.Query) string {
 	why := ""
-	var walkQ func(q *gojq.Query)
-	var walkT func(t *gojq.Term)
-	walkQ = func(q *gojq.Query) {
-		if q == nil || why != "" {
-			return
+	jqVisit(q, func(q *gojq.Query) bool {
+		if why != "" {
+			return false
 		}
 		if len(q.FuncDefs) > 0 {
 			why = "function definitions (recursion)"
-			return
+			return false
 		}
-		switch q.Op {
-		case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub, gojq.OpUpdateMul, gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
+		if jqIsUpdate(q.Op) {
 			why = "updates (" + q.Op.String() + ")" // setpath, with paths made from data
-			return
+			return false
 		}
-		walkQ(q.Left)
-		walkQ(q.Right)
-		walkT(q.Term)
-	}
-	walkT = func(t *gojq.Term) {
-		if t == nil || why != "" {
-			return
+		return true
+	}, func(t *gojq.Term) bool {
+		if why != "" {
+			return false
 		}
 		switch {
 		case t.Reduce != nil:
@@ -128,69 +127,22 @@ func jqUnbounded(q *gojq.Query) string {
 				"leaf_paths/0", "path/1", "pick/1", "tostream/0", "input/0", "inputs/0":
 				why = t.Func.Name
 			}
-			for _, a := range t.Func.Args {
-				walkQ(a)
-			}
-		case t.Type == gojq.TermTypeObject:
-			for _, kv := range t.Object.KeyVals {
-				walkQ(kv.KeyQuery)
-				walkQ(kv.Val)
-				if kv.KeyString != nil {
-					for _, q := range kv.KeyString.Queries {
-						walkQ(q)
-					}
-				}
-			}
-		case t.Type == gojq.TermTypeIf:
-			walkQ(t.If.Cond)
-			walkQ(t.If.Then)
-			for _, e := range t.If.Elif {
-				walkQ(e.Cond)
-				walkQ(e.Then)
-			}
-			walkQ(t.If.Else)
-		case t.Type == gojq.TermTypeTry:
-			walkQ(t.Try.Body)
-			walkQ(t.Try.Catch)
-		case t.Type == gojq.TermTypeString && t.Str != nil:
-			for _, q := range t.Str.Queries {
-				walkQ(q)
-			}
 		}
-		if why != "" {
-			return
-		}
-		index := func(x *gojq.Index) {
-			if x != nil {
-				walkQ(x.Start)
-				walkQ(x.End)
-				if x.Str != nil {
-					for _, q := range x.Str.Queries {
-						walkQ(q)
-					}
-				}
-			}
-		}
-		index(t.Index)
-		if t.Array != nil {
-			walkQ(t.Array.Query)
-		}
-		if t.Unary != nil {
-			walkT(t.Unary.Term)
-		}
-		if t.Label != nil {
-			walkQ(t.Label.Body)
-		}
-		walkQ(t.Query)
-		for _, s := range t.SuffixList {
-			index(s.Index)
-		}
-	}
-	walkQ(q)
+		return why == ""
+	})
 	if why != "" {
 		why += ": can build a value deeper than the fast path's stack"
 	}
 	return why
+}
+
+// jqIsUpdate is whether op is one of the update operators (=, |=, +=...).
+func jqIsUpdate(op gojq.Operator) bool {
+	switch op {
+	case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub, gojq.OpUpdateMul, gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
+		return true
+	}
+	return false
 }
 
 // jqFilterCheck says why a parsed filter must run in the sandbox's jq
@@ -201,164 +153,91 @@ func jqFilterCheck(q *gojq.Query) string {
 	}
 	why := ""
 	defs := map[string]bool{}
-	var walkQ func(q *gojq.Query)
-	var walkT func(t *gojq.Term)
-	walkQ = func(q *gojq.Query) {
-		if q == nil || why != "" {
-			return
-		}
-		if q.Meta != nil || len(q.Imports) > 0 {
+	jqVisit(q, func(q *gojq.Query) bool {
+		switch {
+		case why != "":
+		case q.Meta != nil || len(q.Imports) > 0:
 			why = "modules"
-			return
-		}
-		if len(q.Patterns) > 1 {
+		case len(q.Patterns) > 1:
 			why = "?// (jq 1.7)"
-			return
-		}
-		for _, fd := range q.FuncDefs {
-			defs[fd.Name+"/"+strconv.Itoa(len(fd.Args))] = true
-			for _, a := range fd.Args {
-				defs[strings.TrimPrefix(a, "$")+"/0"] = true
-			}
-			walkQ(fd.Body)
-		}
-		switch q.Op {
-		case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub, gojq.OpUpdateMul, gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
+		case len(q.Patterns) == 1 && q.Patterns[0].Name == "":
+			why = "destructuring (gojq's error texts)"
+		case jqIsUpdate(q.Op):
 			why = "updates (" + q.Op.String() + ")"
-			return
-		case gojq.OpDiv, gojq.OpMod:
+		case (q.Op == gojq.OpDiv || q.Op == gojq.OpMod) && q.Right != nil && q.Right.Term != nil &&
+			(q.Right.Term.Type == gojq.TermTypeNumber || q.Right.Term.Type == gojq.TermTypeUnary):
 			// jq folds constants and fails 1/0 at compile time
-			if q.Right != nil && q.Right.Term != nil && (q.Right.Term.Type == gojq.TermTypeNumber || q.Right.Term.Type == gojq.TermTypeUnary) {
-				why = "division by a constant"
-				return
-			}
-		}
-		walkQ(q.Left)
-		walkQ(q.Right)
-		walkT(q.Term)
-	}
-	walkT = func(t *gojq.Term) {
-		if t == nil || why != "" {
-			return
-		}
-		switch t.Type {
-		case gojq.TermTypeFunc:
-			name := t.Func.Name + "/" + strconv.Itoa(len(t.Func.Args))
-			if strings.HasPrefix(t.Func.Name, "$") {
-				if t.Func.Name == "$__loc__" || strings.HasPrefix(t.Func.Name, "$__") {
-					why = t.Func.Name
-					return
-				}
-				if t.Func.Name != "$ENV" {
-					break // a variable
-				}
-			}
-			if !defs[name] && !jqFuncs[name] {
-				why = name
-				return
-			}
-			if (name == "env/0" || name == "$ENV/0") && (len(t.SuffixList) == 0 || t.SuffixList[0].Index == nil || t.SuffixList[0].Index.Name == "" && t.SuffixList[0].Index.Str == nil) {
-				why = "the whole environment"
-				return
-			}
-			for _, a := range t.Func.Args {
-				walkQ(a)
-			}
-		case gojq.TermTypeFormat:
-			if !jqFormats[t.Format] || t.Str != nil {
-				why = t.Format
-				return
-			}
-		case gojq.TermTypeIf:
-			if t.If.Else == nil {
-				why = "if without else (jq 1.7)"
-				return
-			}
-			walkQ(t.If.Cond)
-			walkQ(t.If.Then)
-			for _, e := range t.If.Elif {
-				walkQ(e.Cond)
-				walkQ(e.Then)
-			}
-			walkQ(t.If.Else)
-		case gojq.TermTypeTry:
-			if t.Try.Catch != nil {
-				why = "try/catch (error texts)"
-				return
-			}
-			walkQ(t.Try.Body)
-		case gojq.TermTypeObject:
-			n := 0
-			for _, kv := range t.Object.KeyVals {
-				n++
-				if kv.KeyQuery != nil || kv.KeyString != nil && kv.KeyString.Queries != nil {
-					if len(t.Object.KeyVals) > 1 {
-						why = "objects with computed keys"
-						return
-					}
-					walkQ(kv.KeyQuery)
-					if kv.KeyString != nil {
-						for _, q := range kv.KeyString.Queries {
-							walkQ(q)
-						}
-					}
-				}
-				if strings.HasPrefix(kv.Key, "$__") {
-					why = kv.Key
-					return
-				}
-				walkQ(kv.Val)
-			}
-		case gojq.TermTypeString:
-			// "\(q)" is q | tostring, jqPrelude's (1.6's key order and numbers)
-			for _, q := range t.Str.Queries {
-				walkQ(q)
-			}
-		}
-		if t.Index != nil {
-			walkQ(t.Index.Start)
-			walkQ(t.Index.End)
-			if t.Index.Str != nil && t.Index.Str.Queries != nil {
-				why = "computed keys"
-				return
-			}
-		}
-		if t.Array != nil {
-			walkQ(t.Array.Query)
-		}
-		if t.Unary != nil {
-			walkT(t.Unary.Term)
-		}
-		if t.Reduce != nil {
-			walkQ(t.Reduce.Query)
-			walkQ(t.Reduce.Start)
-			walkQ(t.Reduce.Update)
-		}
-		if t.Foreach != nil {
-			walkQ(t.Foreach.Query)
-			walkQ(t.Foreach.Start)
-			walkQ(t.Foreach.Update)
-			walkQ(t.Foreach.Extract)
-		}
-		if t.Label != nil {
-			walkQ(t.Label.Body)
-		}
-		if t.Query != nil {
-			walkQ(t.Query)
-		}
-		for _, s := range t.SuffixList {
-			if s.Index != nil {
-				walkQ(s.Index.Start)
-				walkQ(s.Index.End)
-				if s.Index.Str != nil && s.Index.Str.Queries != nil {
-					why = "computed keys"
-					return
+			why = "division by a constant"
+		default:
+			for _, fd := range q.FuncDefs {
+				defs[fd.Name+"/"+strconv.Itoa(len(fd.Args))] = true
+				for _, a := range fd.Args {
+					defs[strings.TrimPrefix(a, "$")+"/0"] = true
 				}
 			}
 		}
-	}
-	walkQ(q)
+		return why == ""
+	}, func(t *gojq.Term) bool {
+		if why == "" {
+			why = jqTermCheck(t, defs)
+		}
+		return why == ""
+	})
 	return why
+}
+
+// jqTermCheck says why one term of a filter must run in the sandbox's
+// jq, or "" (its parts are jqVisit's to walk); defs are the filter's own
+// functions.
+func jqTermCheck(t *gojq.Term, defs map[string]bool) string {
+	switch t.Type {
+	case gojq.TermTypeFunc:
+		name := t.Func.Name + "/" + strconv.Itoa(len(t.Func.Args))
+		if strings.HasPrefix(t.Func.Name, "$") {
+			if strings.HasPrefix(t.Func.Name, "$__") {
+				return t.Func.Name
+			}
+			if t.Func.Name != "$ENV" {
+				break // a variable
+			}
+		}
+		if !defs[name] && !jqFuncs[name] {
+			return name
+		}
+		if (name == "env/0" || name == "$ENV/0") && (len(t.SuffixList) == 0 || t.SuffixList[0].Index == nil || t.SuffixList[0].Index.Name == "" && t.SuffixList[0].Index.Str == nil) {
+			return "the whole environment"
+		}
+	case gojq.TermTypeFormat:
+		if !jqFormats[t.Format] || t.Str != nil {
+			return t.Format
+		}
+	case gojq.TermTypeIf:
+		if t.If.Else == nil {
+			return "if without else (jq 1.7)"
+		}
+	case gojq.TermTypeTry:
+		if t.Try.Catch != nil {
+			return "try/catch (error texts)"
+		}
+	case gojq.TermTypeObject:
+		for _, kv := range t.Object.KeyVals {
+			if (kv.KeyQuery != nil || kv.KeyString != nil && kv.KeyString.Queries != nil) && len(t.Object.KeyVals) > 1 {
+				return "objects with computed keys"
+			}
+			if strings.HasPrefix(kv.Key, "$__") {
+				return kv.Key
+			}
+		}
+	}
+	if t.Index != nil && t.Index.Str != nil && t.Index.Str.Queries != nil {
+		return "computed keys"
+	}
+	for _, s := range t.SuffixList {
+		if s.Index != nil && s.Index.Str != nil && s.Index.Str.Queries != nil {
+			return "computed keys"
+		}
+	}
+	return ""
 }
 
 // jqCanRun routes what the fast path's jq does not answer as jq 1.6:
@@ -366,6 +245,7 @@ func jqFilterCheck(q *gojq.Query) string {
 // that jqFilterCheck refuses.
 func jqCanRun(words []string, lits []bool) string {
 	filter, have := "", false
+	raw, ascii := false, false
 	for i := 1; i < len(words); i++ {
 		a := words[i]
 		if !lits[i] {
@@ -380,6 +260,12 @@ func jqCanRun(words []string, lits []bool) string {
 			}
 			continue
 		}
+		if lits[i] && strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
+			raw = raw || strings.ContainsAny(a, "rj")
+			ascii = ascii || strings.Contains(a, "a")
+		}
+		raw = raw || a == "--raw-output" || a == "--join-output"
+		ascii = ascii || a == "--ascii-output"
 		switch a {
 		case "-r", "--raw-output", "-j", "--join-output", "-c", "--compact-output", "-s", "--slurp", "-n", "--null-input",
 			"-e", "--exit-status", "-S", "--sort-keys", "--tab", "-M", "--monochrome-output", "-R", "--raw-input", "-a", "--ascii-output":
@@ -411,6 +297,11 @@ func jqCanRun(words []string, lits []bool) string {
 	}
 	if !have {
 		return "jq without a filter is not built in"
+	}
+	if raw && ascii {
+		// 1.6 prints a string raw under -a as JSON, and then corrupts
+		// its heap (malloc_consolidate(): unaligned fastbin chunk)
+		return "jq -r with -a is not built in (jq 1.6 aborts on it)"
 	}
 	if tooNested(filter) || tooManyOperators(filter, maxJqOperators) {
 		// cmdJq refuses it (gojq's parse recurses on each level and

@@ -458,7 +458,11 @@ func jqOrderTermFrom(t *gojq.Term, from int, seen map[*gojq.Term]bool) {
 		head.SuffixList = t.SuffixList[:i:i]
 		rest := append([]*gojq.Suffix{{Iter: true, Optional: s.Optional}}, t.SuffixList[i+1:]...)
 		jqOrderTerm(&head, seen)
-		vals := &gojq.Query{Left: &gojq.Query{Term: &head}, Op: gojq.OpPipe, Right: &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqValsFunc}}}}
+		name := jqValsFunc
+		if i+1 < len(t.SuffixList) && t.SuffixList[i+1].Optional {
+			name = jqValsOptFunc // .[]?
+		}
+		vals := &gojq.Query{Left: &gojq.Query{Term: &head}, Op: gojq.OpPipe, Right: &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name}}}}
 		*t = gojq.Term{Type: gojq.TermTypeQuery, Query: vals, SuffixList: rest}
 		jqOrderTermFrom(t, 1, seen)
 		return
@@ -517,7 +521,7 @@ var jqErrWords = []struct {
 	re *regexp.Regexp
 	to string
 }{
-	{regexp.MustCompile(`^cannot iterate over: null$`), "Cannot iterate over null"},
+	{regexp.MustCompile(`^cannot iterate over: null$`), "Cannot iterate over null (null)"},
 	{regexp.MustCompile(`^cannot iterate over: (.*)$`), "Cannot iterate over $1"},
 	{regexp.MustCompile(`^length cannot be applied to: (.*)$`), "$1 has no length"},
 	{regexp.MustCompile(`^keys cannot be applied to: (.*)$`), "$1 has no keys"},
@@ -542,11 +546,15 @@ func (o *jqOrder) compactOf(v any) string {
 	return p.encode(v)
 }
 
-// values is an object's values in its order (other values as they are,
-// for .[] to take or fail on).
-func (o *jqOrder) values(v any) any {
+// values is an object's values in its order, for .[] to iterate (an
+// array as it is); strict, anything else is jq 1.6's error, else it is
+// passed on for .[]? to skip.
+func (o *jqOrder) values(v any, strict bool) any {
 	m, ok := v.(map[string]any)
 	if !ok {
+		if _, ok := v.([]any); strict && !ok {
+			return jqErr("Cannot iterate over " + o.preview(v))
+		}
 		return v
 	}
 	keys := o.keys(m, false)
@@ -557,10 +565,10 @@ func (o *jqOrder) values(v any) any {
 	return out
 }
 
-func (o *jqOrder) keysOf(v any) any {
+func (o *jqOrder) keysOf(v any, sorted bool) any {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := o.keys(x, false)
+		keys := o.keys(x, sorted)
 		out := make([]any, len(keys))
 		for i, k := range keys {
 			out[i] = k

@@ -21,6 +21,9 @@ func TestJqUnboundedRoutes(t *testing.T) {
 		`if . then [.[] | reduce .[] as $x (0; 1)] else 0 end`,
 		`."\(reduce range(2) as $i (0; 1))"`,
 		`try (reduce . as $x (0; 1)) catch 0`,
+		`. as {(reduce range(3) as $i (0; [.]) | "k"): $x} | $x`,
+		`. as [$a, {b: {(def f: [f]; "k"): $c}}] | $a`,
+		`.[] as {("\(reduce . as $x (0; 1))"): $v} | $v`,
 	} {
 		if ok, why := CanRun("jq '" + f + "'"); ok {
 			t.Errorf("jq %q runs on the fast path", f)

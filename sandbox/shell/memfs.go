@@ -364,26 +364,27 @@ func (m *memFS) rename(o, n string) error {
 	return nil
 }
 
-// parentOf finds the directory holding d (nil for the root).
+// parentOf finds the directory holding d (nil for the root). It keeps
+// the directories still to look into on a list, not Go's stack: a tree
+// of any depth is the agent's to make.
 func (m *memFS) parentOf(d *memNode) *memNode {
 	if d == m.root {
 		return nil
 	}
-	var find func(n *memNode) *memNode
-	find = func(n *memNode) *memNode {
+	todo := []*memNode{m.root}
+	for len(todo) > 0 {
+		n := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
 		for _, k := range n.kids {
 			if k == d {
 				return n
 			}
 			if k.isDir() {
-				if p := find(k); p != nil {
-					return p
-				}
+				todo = append(todo, k)
 			}
 		}
-		return nil
 	}
-	return find(m.root)
+	return nil
 }
 
 func (m *memFS) chmod(p string, mode uint32) error {

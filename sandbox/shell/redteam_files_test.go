@@ -173,6 +173,12 @@ func TestRedteamSparseTarKeepsHoles(t *testing.T) {
 			t.Errorf("%s: %d blocks: the holes were written", p, a.Blocks)
 		}
 	}
+	// to standard output the member is printed whole, holes as zeros, as
+	// GNU tar does (it printed nothing)
+	out, errs, code := sh(t, s, `tar xOf sp.tar | wc -c; tar xOf sp.tar | tail -c 512 | tr -d D | wc -c`)
+	if code != 0 || out != fmt.Sprintf("%d\n0\n", 64<<20) {
+		t.Errorf("tar xO of the sparse member: %d %q %s", code, out, errs)
+	}
 }
 
 // unzipMatchRecursive is unzipMatch as it was (exponential in the

@@ -20,7 +20,7 @@ import (
 //     (rg refuses those without -U): refused.
 //
 // \b and \B stay Go's: they differ from Rust's next to a non-ASCII
-// letter only (written down in docs/incoming/rg.md).
+// letter only (docs/rg.md).
 
 const (
 	rgWordClass  = `\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}`

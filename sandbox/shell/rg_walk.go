@@ -78,7 +78,7 @@ func (w *rgWalker) level(dir string) *rgLevel {
 		return l
 	}
 	l := &rgLevel{}
-	if dir != "/" {
+	if dir != "/" && !treeTooDeep(dir) { // (the walk goes no deeper)
 		l.parent = w.level(path.Dir(dir))
 	}
 	w.levels[dir] = l

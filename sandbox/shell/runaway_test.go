@@ -53,7 +53,7 @@ var runaways = map[string][]string{
 	"head":      {`head -c 1000000000000 /dev/zero > /dev/null`, `head -n -1 /dev/zero`},
 	"hostname":  {`while :; do hostname; done`},
 	"id":        {`while :; do id; done`},
-	"jq":        {`jq -n '[range(1e9)]'`, `jq -n 'def f: f; f'`, `jq -n 'repeat(1)' > /dev/null`, `jq -n '"x" * 1e9'`, `jq -n 'reduce range(1e9) as $i ([]; .+[$i])'`, `jq -n '[limit(1e9; repeat(1))]'`, `yes '{}' | jq . > /dev/null`, `jq . /dev/zero`},
+	"jq":        {`jq -n '[range(1e9)]'`, `jq -n 'def f: f; f'`, `jq -n 'repeat(1)' > /dev/null`, `jq -n '"x" * 1e9'`, `jq -n 'reduce range(1e9) as $i ([]; .+[$i])'`, `jq -n '[limit(1e9; repeat(1))]'`, `yes '{}' | jq . > /dev/null`, `jq . /dev/zero`, `jq -n '[range(2000000) | 0] as $x | $x | .[$x[:1000000]]'`},
 	"ln":        {`while :; do ln -sf a b; done`},
 	"ls":        {`ls -R loop`, `while :; do ls -laR . ; done > /dev/null`},
 	"md5sum":    {`md5sum /dev/zero`, `md5sum sparse`},

@@ -68,6 +68,8 @@ var stackBombs = []string{
 	`jq -n '[range(3000000) | "a"] as $p | null | setpath($p; 1) | . == .'`,
 	`jq -n 'fromstream([[range(3000000) | "a"], 1], [[range(1) | "a"]]) | . == .'`,
 	`jq -n '[range(3000000) | "a"] as $p | null | getpath($p) = 1'`,
+	// the key of a destructuring pattern is a query too
+	`jq -n '. as {(reduce range(3000000) as $i (0; [.]) | . == . | "k"): $x} | $x'`,
 	// scripts made at run time: eval, sh -c, source, a script file, trap
 	deepArgs(1000000, "!") + `eval "[[ $x 1 ]]"`,
 	deepFile(1000000, "1+", "p", "1") + `eval "echo \$(( $(cat p) ))"`,

@@ -57,7 +57,7 @@ func gitClean(g *gitCmd) int {
 			fmt.Fprintf(g.out, "Would remove %s\n", shown)
 			continue
 		}
-		if err := g.wfs.RemoveAll(g.file(strings.TrimSuffix(p, "/"))); err != nil {
+		if err := g.wfs.RemoveAllContext(g.ctx, g.file(strings.TrimSuffix(p, "/"))); err != nil {
 			g.out.Flush()
 			fmt.Fprintf(g.stderr, "warning: failed to remove %s: %s\n", shown, g.host.ErrText(err))
 			continue

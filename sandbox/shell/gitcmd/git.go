@@ -363,6 +363,27 @@ type gitCmd struct {
 	track string
 }
 
+// maxPathDepth is the deepest path the fast path's git takes, in work
+// tree directories, index entries and tree objects alike: git's own
+// core.maxTreeDepth (4096). maxPathLen bounds a path's length. The agent
+// makes trees of any depth (a million directories through the mount, or
+// tree objects made by the sandbox's git); the walks over them recurse a
+// level deep on each and hold a path a level, so past these bounds a
+// command stops with errTooDeep rather than take the daemon's stack to
+// Go's fatal limit. The sandbox's git takes such a tree as git does.
+const (
+	maxPathDepth = 4096
+	maxPathLen   = 64 << 10
+)
+
+var errTooDeep = fmt.Errorf("a path is deeper than %d levels (git's core.maxTreeDepth) or longer than %d bytes: run this git command in the sandbox", maxPathDepth, maxPathLen)
+
+// tooDeep reports whether p, a work-tree path, is past maxPathDepth or
+// maxPathLen.
+func tooDeep(p string) bool {
+	return len(p) > maxPathLen || strings.Count(p, "/") >= maxPathDepth
+}
+
 // dirInfo is a work-tree directory as the agent's programs meet it
 // through the kernel, resolved once per command: wsfs's checks for the
 // agent (the read bit to list it, the search bits to reach it and to stat
@@ -378,6 +399,9 @@ type dirInfo struct {
 func (g *gitCmd) dirInfo(dir string) (*dirInfo, error) {
 	if di, ok := g.dirs[dir]; ok {
 		return di, nil
+	}
+	if tooDeep(dir) {
+		return nil, errTooDeep // before the recursion to the parent below
 	}
 	if g.dirs == nil {
 		g.dirs = map[string]*dirInfo{}
@@ -765,6 +789,9 @@ func (g *gitCmd) readIndex() (*index.Index, error) {
 	for _, e := range idx.Entries {
 		if e.Stage != 0 {
 			return nil, errors.New("the index has unmerged paths; resolve them in the sandbox")
+		}
+		if tooDeep(e.Name) {
+			return nil, errTooDeep
 		}
 	}
 	return idx, nil

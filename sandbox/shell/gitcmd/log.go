@@ -231,6 +231,9 @@ func (g *gitCmd) diffTrees(a, b plumbing.Hash, prefix string, out *[]change) err
 	if a == b {
 		return nil
 	}
+	if tooDeep(prefix) {
+		return errTooDeep
+	}
 	read := func(h plumbing.Hash) (map[string]treeFile, map[string]plumbing.Hash, error) {
 		files, dirs := map[string]treeFile{}, map[string]plumbing.Hash{}
 		if h.IsZero() {

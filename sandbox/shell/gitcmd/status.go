@@ -74,6 +74,9 @@ func treeFilesOfTree(t *object.Tree) (map[string]treeFile, error) {
 			return nil, err
 		}
 		if e.Mode == filemode.Dir {
+			if tooDeep(name) {
+				return nil, errTooDeep // before the walker goes into it
+			}
 			continue
 		}
 		m[name] = treeFile{e.Hash, e.Mode}
@@ -1148,6 +1151,9 @@ func (g *gitCmd) stagedChanges(head *object.Commit, ixf map[string]treeFile) ([]
 	walk = func(prefix string, th plumbing.Hash, d *memTree) error {
 		if d != nil && d.hash == th {
 			return nil
+		}
+		if tooDeep(prefix) {
+			return errTooDeep
 		}
 		var tf map[string]treeFile
 		var tdirs map[string]plumbing.Hash

@@ -846,7 +846,7 @@ func (g *gitCmd) writeWorkFile(p string, t treeFile) error {
 			}
 		}
 		if at.IsDir() {
-			if err := g.wfs.RemoveAll(fp); err != nil {
+			if err := g.wfs.RemoveAllContext(g.ctx, fp); err != nil {
 				return err
 			}
 		} else if err := g.wfs.Remove(fp); err != nil {
