@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -366,8 +367,18 @@ func isCode(err error, codes ...string) bool {
 	return false
 }
 
+// isPrecondition: a conditional write lost. S3 answers 412 when the
+// condition failed and 409 when another conditional write of the key was
+// in flight; S3-compatible servers word the 409 their own way
+// (versitygw's posix backend said ExistingObjectIsDirectory to one of
+// four holders racing for a free lease), so any 409 counts: the caller
+// reads the object again and decides from what is there.
 func isPrecondition(err error) bool {
-	return isCode(err, "PreconditionFailed", "ConditionalRequestConflict")
+	if isCode(err, "PreconditionFailed", "ConditionalRequestConflict") {
+		return true
+	}
+	var re interface{ HTTPStatusCode() int }
+	return err != nil && errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusConflict || re.HTTPStatusCode() == http.StatusPreconditionFailed)
 }
 
 // zeroChunk is the name of a chunk of ChunkSize zero bytes: the holes of
