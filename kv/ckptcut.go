@@ -138,9 +138,8 @@ func (s *Store) takeCut(dst string, preFlushAt, flushAt uint64, ckpt *ckptPlace)
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(dst, "blobs"), 0o700); err != nil {
-		return nil, err
-	}
+	// dst and its blobs/ are made by the first blob linked into it or the
+	// materialization (blobLinks.mkdirLocked), not here.
 	if s.blobs.source != nil {
 		// Every blob file must be there to be linked.
 		if err := s.blobs.source.FetchAll(); err != nil {
@@ -578,7 +577,7 @@ func cutLogAt(dir string, p markerPos) error {
 // tables) but the logs, which are linked up to the one holding the marker,
 // that one copied up to it, and none after it.
 func placeCutDB(src, dst string, p markerPos) error {
-	if err := os.Mkdir(dst, 0o700); err != nil {
+	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(src)
