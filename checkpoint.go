@@ -108,18 +108,16 @@ func (c *checkpointer) take(label string) string {
 	if finish != nil {
 		c.pending.Add(1)
 		c.enqueue(func() {
-			defer c.pending.Done()
 			if err := finish(); err != nil {
 				c.log.Warn("checkpoint: not kept", "name", info.Name, "err", err)
-				return
 			}
-			c.prune()
 		})
 	}
 	return info.Name
 }
 
-// enqueue queues a checkpoint's finish for the writer goroutine.
+// enqueue queues a checkpoint's finish for the writer goroutine (which
+// calls pending.Done for it once the checkpoints written are pruned).
 func (c *checkpointer) enqueue(f func()) {
 	c.qmu.Lock()
 	c.queue = append(c.queue, f)
@@ -171,8 +169,15 @@ func (c *checkpointer) writer() {
 			}
 			continue
 		}
+		// The first finish writes every checkpoint cut so far, at once
+		// (kv: one Pebble checkpoint, one pass of syncs); the others find
+		// theirs written. Then one pruning for them all.
 		for _, f := range run {
 			f()
+		}
+		c.prune()
+		for range run {
+			c.pending.Done()
 		}
 	}
 }

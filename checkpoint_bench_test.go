@@ -4,14 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/computerfs/computerfs"
 	"github.com/computerfs/computerfs/internal/benchtab"
+	"github.com/computerfs/computerfs/internal/testmount"
 )
 
 // checkpointBenchCommands are agent commands on the fast path, in the
@@ -60,8 +66,29 @@ func BenchmarkCheckpointCost(b *testing.B) {
 	}
 	dir := b.TempDir()
 	base := "sources:\n  - path: /README.md\n    content: bench\n"
+	// BENCH_CHECKPOINT_PPROF=DIR: each daemon serves pprof, and a CPU
+	// profile of each is taken over each loop, into DIR.
+	profDir := os.Getenv("BENCH_CHECKPOINT_PPROF")
+	var pids []int
+	var addrs []string
 	start := func(name, yaml string) *computerfs.Client {
-		_, c := benchMountSpec(b, dir, name, yaml)
+		file := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		args := []string{"--spec", file, "--no-sandbox"}
+		addr := ""
+		if profDir != "" {
+			addr = freeAddr(b)
+			args = append(args, "--pprof", addr)
+		}
+		m := testmount.StartPlain(b, filepath.Join(dir, name), args...)
+		c, err := computerfs.Dial(m.Dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pids = append(pids, m.Pid)
+		addrs = append(addrs, addr)
 		return c
 	}
 	names := []string{"checkpoint: off", "checkpoint: each-call"}
@@ -85,8 +112,73 @@ func BenchmarkCheckpointCost(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for _, pause := range []time.Duration{0, 100 * time.Millisecond} {
+			stop := profileDaemons(b, profDir, addrs, fmt.Sprintf("pause-%dms", pause.Milliseconds()))
+			cpu0 := []time.Duration{daemonCPU(b, pids[0]), daemonCPU(b, pids[1])}
 			q := checkpointLoop(b, names, len(clients), rounds, pause, func(v int, cmd string) time.Duration { return exec(clients[v], cmd) })
+			cpu := []time.Duration{daemonCPU(b, pids[0]) - cpu0[0], daemonCPU(b, pids[1]) - cpu0[1]}
+			stop()
+			fmt.Printf("daemons' CPU over the loops: off %v, each-call %v\n", cpu[0].Round(time.Millisecond), cpu[1].Round(time.Millisecond))
 			b.ReportMetric(q, fmt.Sprintf("each-call/off-pause-%dms", pause.Milliseconds()))
+			b.ReportMetric(float64(cpu[1])/float64(cpu[0]), fmt.Sprintf("cpu-each-call/off-pause-%dms", pause.Milliseconds()))
+		}
+	}
+}
+
+// freeAddr is a free local TCP address.
+func freeAddr(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// profileDaemons profiles the CPU of each daemon serving pprof at addrs
+// (none if dir is ""), in profiles of one second one after the other
+// until stop, which waits for the last and writes them to
+// dir/VARIANT-NAME-N.pprof (go tool pprof merges them).
+func profileDaemons(b *testing.B, dir string, addrs []string, name string) (stop func()) {
+	if dir == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	for v, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !done.Load(); i++ {
+				resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=1")
+				if err != nil {
+					b.Errorf("profile of daemon %d: %v", v, err)
+					return
+				}
+				data, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					b.Errorf("profile of daemon %d: %v", v, err)
+					return
+				}
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%s-%03d.pprof", v, name, i)), data, 0o644); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	return func() {
+		done.Store(true)
+		wg.Wait()
+		for v, addr := range addrs {
+			resp, err := http.Get("http://" + addr + "/debug/pebble")
+			if err != nil {
+				b.Errorf("metrics of daemon %d: %v", v, err)
+				continue
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%s-pebble.txt", v, name)), data, 0o644)
 		}
 	}
 }

@@ -118,56 +118,113 @@ func (s *Store) Checkpoint(label string) (info CheckpointInfo, finish func() err
 		return CheckpointInfo{}, nil, err
 	}
 	tmp := filepath.Join(root, fmt.Sprintf(".tmp-@%d-%d", os.Getpid(), checkpointTmp.Add(1)))
-	c, err := s.takeCut(tmp, checkpointPreFlushAt, checkpointFlushAt)
+	place := &ckptPlace{tmp: tmp}
+	c, err := s.takeCut(tmp, checkpointPreFlushAt, checkpointFlushAt, place)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return CheckpointInfo{}, nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	seq = c.seq
-	name := CheckpointName(seq)
 	if len(label) > maxCheckpointLabel {
 		label = label[:maxCheckpointLabel]
 	}
-	info = CheckpointInfo{Name: name, Seq: seq, Created: time.Now(), Label: label, Held: c.held, New: true}
+	place.seq, place.name, place.label = c.seq, CheckpointName(c.seq), label
+	info = CheckpointInfo{Name: place.name, Seq: c.seq, Created: time.Now(), Label: label, Held: c.held, New: true}
 	s.pendingCkpt.Lock()
 	if s.pendingCkpt.m == nil {
 		s.pendingCkpt.m = map[uint64]CheckpointInfo{}
 	}
-	s.pendingCkpt.m[seq] = info
+	s.pendingCkpt.m[c.seq] = info
 	s.pendingCkpt.Unlock()
-	finish = func() (err error) {
-		defer func() {
-			s.pendingCkpt.Lock()
-			delete(s.pendingCkpt.m, seq)
-			s.pendingCkpt.Unlock()
-		}()
-		s.enter() // against a rollback's swap (which materializes it first)
-		err = s.materializeCut(c)
-		s.leave()
-		if err != nil {
-			os.RemoveAll(tmp)
-			return fmt.Errorf("checkpoint %s: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, checkpointLabel), []byte(label), 0o600); err != nil {
-			os.RemoveAll(tmp)
-			return fmt.Errorf("checkpoint %s: %w", name, err)
-		}
-		if !s.fs.noSync {
-			if err := syncSnapshot(tmp); err != nil {
-				os.RemoveAll(tmp)
-				return fmt.Errorf("checkpoint %s: %w", name, err)
-			}
-		}
-		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
-			os.RemoveAll(tmp)
-			if errors.Is(err, os.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-				return nil // taken meanwhile by another call: the same state
-			}
-			return fmt.Errorf("checkpoint %s: %w", name, err)
-		}
-		return syncDir(root)
+	s.cuts.mu.Lock()
+	s.cuts.ckpts = append(s.cuts.ckpts, c)
+	s.cuts.mu.Unlock()
+	return info, func() error { return s.finishCheckpoints(c) }, nil
+}
+
+// ckptPlace is what a checkpoint's cut needs to be put in place under its
+// name. Set before the cut joins cutState.ckpts; placed and err under
+// cutState.placeMu.
+type ckptPlace struct {
+	tmp, name, label string
+	seq              uint64
+	placed           bool
+	err              error
+}
+
+// finishCheckpoints is the finish of the checkpoint cut c: it writes every
+// checkpoint cut and not yet in place, c and those cut before and after it
+// (materializeCuts: one Pebble checkpoint for all), makes them durable
+// with one pass of syncs (a file they share, linked, synced once) and
+// renames each into place, then syncs snapshots/ once. A later finish of
+// one of them answers with what became of it.
+func (s *Store) finishCheckpoints(c *cut) error {
+	s.enter() // against a rollback's swap (which materializes them first)
+	defer s.leave()
+	s.cuts.placeMu.Lock()
+	defer s.cuts.placeMu.Unlock()
+	if c.ckpt.placed {
+		return c.ckpt.err
 	}
-	return info, finish, nil
+	s.cuts.mu.Lock()
+	batch := s.cuts.ckpts
+	s.cuts.ckpts = nil
+	s.cuts.mu.Unlock()
+	s.materializeCuts(batch)
+	fail := func(b *cut, err error) {
+		os.RemoveAll(b.ckpt.tmp)
+		b.ckpt.err = fmt.Errorf("checkpoint %s: %w", b.ckpt.name, err)
+	}
+	var ok []*cut
+	for _, b := range batch {
+		err := b.err
+		if err == nil {
+			err = os.WriteFile(filepath.Join(b.ckpt.tmp, checkpointLabel), []byte(b.ckpt.label), 0o600)
+		}
+		if err != nil {
+			fail(b, err)
+			continue
+		}
+		ok = append(ok, b)
+	}
+	if !s.fs.noSync && len(ok) > 0 {
+		dirs := make([]string, len(ok))
+		for i, b := range ok {
+			dirs[i] = b.ckpt.tmp
+		}
+		if err := syncTrees(dirs...); err != nil {
+			for _, b := range ok {
+				fail(b, err)
+			}
+			ok = nil
+		}
+	}
+	root := filepath.Join(s.dir, snapshotsDir)
+	var placed []*cut
+	for _, b := range ok {
+		if err := os.Rename(b.ckpt.tmp, filepath.Join(root, b.ckpt.name)); err != nil {
+			if errors.Is(err, os.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
+				os.RemoveAll(b.ckpt.tmp) // taken meanwhile by another call: the same state
+			} else {
+				fail(b, err)
+			}
+			continue
+		}
+		placed = append(placed, b)
+	}
+	if len(placed) > 0 {
+		if err := syncDir(root); err != nil {
+			for _, b := range placed {
+				b.ckpt.err = fmt.Errorf("checkpoint %s: %w", b.ckpt.name, err)
+			}
+		}
+	}
+	s.pendingCkpt.Lock()
+	for _, b := range batch {
+		b.ckpt.placed = true
+		delete(s.pendingCkpt.m, b.ckpt.seq)
+	}
+	s.pendingCkpt.Unlock()
+	return c.ckpt.err
 }
 
 // Checkpoints lists the store's checkpoints, oldest first.
@@ -194,29 +251,34 @@ func ListCheckpoints(dir string) ([]CheckpointInfo, error) {
 
 // PruneCheckpoints deletes the checkpoints past the keep newest (keep <= 0:
 // no bound) and those older than maxAge (0: no bound), never the newest,
-// and returns the names it deleted.
+// and returns the names it deleted. (It reads no labels, and deletes them
+// all with one sync of snapshots/.)
 func (s *Store) PruneCheckpoints(keep int, maxAge time.Duration) ([]string, error) {
-	list, err := s.Checkpoints()
+	paths, err := snapshotDirs(s.dir, IsCheckpoint)
 	if err != nil {
 		return nil, err
 	}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
+	}
+	sort.Slice(names, func(i, j int) bool { return checkpointSeq(names[i]) < checkpointSeq(names[j]) })
 	var gone []string
 	now := time.Now()
-	for i, c := range list {
-		if i == len(list)-1 {
+	for i, name := range names {
+		if i == len(names)-1 {
 			break
 		}
-		old := maxAge > 0 && now.Sub(c.Created) > maxAge
-		over := keep > 0 && len(list)-i > keep
-		if !old && !over {
-			continue
+		over := keep > 0 && len(names)-i > keep
+		if !over && maxAge > 0 {
+			st, err := os.Stat(s.snapshotPath(name))
+			over = err == nil && now.Sub(st.ModTime()) > maxAge
 		}
-		if err := s.DeleteSnapshot(c.Name); err != nil && !errors.Is(err, ErrNoSnapshot) {
-			return gone, err
+		if over {
+			gone = append(gone, name)
 		}
-		gone = append(gone, c.Name)
 	}
-	return gone, nil
+	return gone, s.deleteSnapshots(gone, false)
 }
 
 // checkpointLabel is the file of a checkpoint's label, beside db/ and

@@ -13,9 +13,11 @@ import (
 // finished out of order, with a Pebble flush in between (the tables then
 // hold changes after the cut: the checkpoint is written from the Pebble
 // snapshot), with every materialization written that way, and with a
-// rollback of the store in between (which writes the pending cuts first).
+// rollback of the store in between (which writes the pending cuts first),
+// and with a flush after the first cut only (the others share one Pebble
+// checkpoint, the first is written key by key).
 func TestCheckpointCut(t *testing.T) {
-	for _, mode := range []string{"log", "flush", "copy", "rollback", "preflush"} {
+	for _, mode := range []string{"log", "flush", "copy", "rollback", "preflush", "flush-between"} {
 		t.Run(mode, func(t *testing.T) {
 			switch mode {
 			case "copy":
@@ -53,14 +55,19 @@ func TestCheckpointCut(t *testing.T) {
 				v      byte
 			}
 			var cuts []pending
-			copies, flushes := cutCopies.Load(), s.cuts.flushes.Load()
+			copies, shared, flushes := cutCopies.Load(), cutShared.Load(), s.cuts.flushes.Load()
 			for v := byte(1); v <= 3; v++ {
 				info, finish, err := s.Checkpoint(fmt.Sprint(v))
 				if err != nil || finish == nil {
 					t.Fatalf("Checkpoint %d: %v (finish %v)", v, err, finish != nil)
 				}
 				cuts = append(cuts, pending{info, finish, v})
-				set(v + 1)              // after the cut, before its materialization
+				set(v + 1) // after the cut, before its materialization
+				if mode == "flush-between" && v == 1 {
+					if err := s.db.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if mode == "preflush" { // more than the bound, under the blob threshold
 					for i := range 3 {
 						ino := mkfile(t, s, RootIno, fmt.Sprint("pad", v, i)).Ino
@@ -96,8 +103,21 @@ func TestCheckpointCut(t *testing.T) {
 				if n != 0 {
 					t.Errorf("%d checkpoints written key by key, want none", n)
 				}
+			case mode == "flush-between":
+				if n != 1 {
+					t.Errorf("%d checkpoints written key by key, want 1", n)
+				}
 			case n != 3:
 				t.Errorf("%d checkpoints written key by key, want 3", n)
+			}
+			// The three pending cuts share one Pebble checkpoint (the
+			// newest's) when their markers are in its logs.
+			wantShared := map[string]int64{"log": 2, "rollback": 2, "flush-between": 1}[mode]
+			if mode == "preflush" {
+				wantShared = -1 // as the flushes fell
+			}
+			if n := cutShared.Load() - shared; wantShared >= 0 && n != wantShared {
+				t.Errorf("%d cuts made from another's Pebble checkpoint, want %d", n, wantShared)
 			}
 			for _, c := range cuts {
 				f := openFork(t, s, c.info.Name)
@@ -117,5 +137,40 @@ func TestCheckpointCut(t *testing.T) {
 				checkInvariants(t, f, checkOpts{})
 			}
 		})
+	}
+}
+
+// TestCheckpointFlushBound: the memtable is written to a table after a
+// checkpoint only when its log holds more than the bound, not whenever
+// Pebble's memtable arena is larger than it (the arena doubles at each
+// flush, up to MemTableSize, whatever it holds: measured by it, every
+// checkpoint of a store that had flushed a few times flushed a memtable
+// of a few kilobytes, and the small tables were compacted again and again).
+func TestCheckpointFlushBound(t *testing.T) {
+	s := openSnapStore(t, filepath.Join(t.TempDir(), "store"))
+	ino := mkfile(t, s, RootIno, "f").Ino
+	// Memtables filled and rotated: 256 KiB, 512 KiB, 1 MiB, then 2 MiB.
+	for i := range 256 {
+		write(t, s, mkfile(t, s, RootIno, fmt.Sprint("pad", i)).Ino, 0, pattern(byte(i), 12<<10))
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.db.Metrics(); m.MemTable.Size <= checkpointFlushAt {
+		t.Fatalf("the memtable's arena is %d bytes after the flushes, want more than %d", m.MemTable.Size, checkpointFlushAt)
+	}
+	flushes := s.cuts.flushes.Load()
+	for v := range 10 {
+		write(t, s, ino, 0, pattern(byte(v), 4<<10))
+		_, finish, err := s.Checkpoint(fmt.Sprint(v))
+		if err != nil || finish == nil {
+			t.Fatalf("Checkpoint %d: %v (finish %v)", v, err, finish != nil)
+		}
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.cuts.flushes.Load() - flushes; n != 0 {
+		t.Errorf("%d flushes for 10 checkpoints of 4 KiB changes each, want none (log under %d bytes)", n, checkpointFlushAt)
 	}
 }

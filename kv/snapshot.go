@@ -152,7 +152,7 @@ func (s *Store) Snapshot(name string) (SnapshotInfo, error) {
 // snapshot links are never written again, a shared blob being copied
 // first, so syncing them later makes durable what they held now).
 func (s *Store) checkpoint(dst string, flushAt uint64) (time.Duration, uint64, error) {
-	c, err := s.takeCut(dst, flushAt, 0)
+	c, err := s.takeCut(dst, flushAt, 0, nil)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -199,16 +199,39 @@ func (s *Store) holdChanges() (release func()) {
 // syncSnapshot makes the snapshot in dir durable: every file but Pebble's
 // tables (synced when Pebble wrote them, and never written again) and
 // every directory.
-func syncSnapshot(dir string) error {
+func syncSnapshot(dir string) error { return syncTrees(dir) }
+
+// syncTrees is syncSnapshot for the snapshots in dirs at once: a file
+// linked in several of them (a blob, or what checkpoints written together
+// share) is synced once.
+func syncTrees(dirs ...string) error {
+	type fileID struct{ dev, ino uint64 }
+	seen := map[fileID]bool{}
 	var paths []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && (d.IsDir() || !strings.HasSuffix(p, ".sst")) {
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !(d.IsDir() || !strings.HasSuffix(p, ".sst")) {
+				return err
+			}
+			if !d.IsDir() {
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+					id := fileID{uint64(st.Dev), st.Ino}
+					if seen[id] {
+						return nil
+					}
+					seen[id] = true
+				}
+			}
 			paths = append(paths, p)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return err
-	})
-	if err != nil {
-		return err
 	}
 	var g errgroup.Group
 	g.SetLimit(16)
@@ -442,32 +465,59 @@ func snapshotInfo(dir string) (SnapshotInfo, error) {
 
 // DeleteSnapshot removes the snapshot name.
 func (s *Store) DeleteSnapshot(name string) error {
+	if err := checkRef(name); err != nil {
+		return err
+	}
+	return s.deleteSnapshots([]string{name}, true)
+}
+
+// deleteSnapshots removes the snapshots names (checked), with one sync of
+// snapshots/; one that is not there is an error if strict says so, else
+// passed over.
+func (s *Store) deleteSnapshots(names []string, strict bool) error {
+	if len(names) == 0 {
+		return nil
+	}
 	// Not while a rollback links a snapshot; rollMu before the gate, which
 	// a rollback closes while it holds rollMu.
 	s.rollMu.Lock()
 	defer s.rollMu.Unlock()
 	s.enter()
 	defer s.leave()
-	if err := checkRef(name); err != nil {
-		return err
+	root := filepath.Join(s.dir, snapshotsDir)
+	var gone []string
+	var err error
+	for _, name := range names {
+		p := s.snapshotPath(name)
+		if _, e := os.Lstat(p); errors.Is(e, os.ErrNotExist) {
+			if strict {
+				err = fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+				break
+			}
+			continue
+		}
+		// Renamed away first, so that a crash never leaves half a
+		// snapshot under its name.
+		del := filepath.Join(root, ".del-"+name)
+		if err = os.RemoveAll(del); err != nil {
+			break
+		}
+		if err = os.Rename(p, del); err != nil {
+			break
+		}
+		gone = append(gone, del)
 	}
-	p := s.snapshotPath(name)
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+	if len(gone) > 0 {
+		if serr := syncDir(root); serr != nil {
+			return serr
+		}
 	}
-	// Renamed away first, so that a crash never leaves half a snapshot
-	// under its name.
-	gone := filepath.Join(s.dir, snapshotsDir, ".del-"+name)
-	if err := os.RemoveAll(gone); err != nil {
-		return err
+	for _, del := range gone {
+		if rerr := os.RemoveAll(del); err == nil {
+			err = rerr
+		}
 	}
-	if err := os.Rename(p, gone); err != nil {
-		return err
-	}
-	if err := syncDir(filepath.Join(s.dir, snapshotsDir)); err != nil {
-		return err
-	}
-	return os.RemoveAll(gone)
+	return err
 }
 
 // Fork makes a new store in dst, which must not exist or be empty, from
