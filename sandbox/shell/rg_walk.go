@@ -77,6 +77,13 @@ func (w *rgWalker) level(dir string) *rgLevel {
 	if l, ok := w.levels[dir]; ok {
 		return l
 	}
+	if w.c.canceled() {
+		// each level reads its ignore files by a path as deep as it,
+		// so the ancestors of a start thousands of levels down cost
+		// the square of the depth: stop with the call, as the walk
+		// does
+		return &rgLevel{}
+	}
 	l := &rgLevel{}
 	if dir != "/" && !treeTooDeep(dir) { // (the walk goes no deeper)
 		l.parent = w.level(path.Dir(dir))
