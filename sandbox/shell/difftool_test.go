@@ -1,8 +1,6 @@
 package shell
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path"
@@ -56,18 +54,9 @@ func diffTools(t *testing.T, tools []string, files map[string]string, cmds []str
 		cmd := exec.Command("bash", "-c", line)
 		cmd.Dir = dir
 		cmd.Env = []string{"HOME=" + dir, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC"}
-		var wout, werr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &wout, &werr
-		err := cmd.Run()
-		wcode := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			wcode = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		want := strings.ReplaceAll(wout.String(), dir, "/workspace")
-		wantErr := strings.ReplaceAll(werr.String(), dir, "/workspace")
+		wout, werr, wcode := runCmd(t, cmd)
+		want := strings.ReplaceAll(wout, dir, "/workspace")
+		wantErr := strings.ReplaceAll(werr, dir, "/workspace")
 		got, gotErr, code := sh(t, s, line)
 		if got != want || gotErr != wantErr || code != wcode {
 			t.Errorf("%s\n--- fast path (status %d):\n%s--- stderr:\n%s--- bash (status %d):\n%s--- stderr:\n%s",

@@ -3,7 +3,6 @@ package shell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -112,18 +111,9 @@ func realGit(t testing.TB, base, script string) (string, string, int) {
 	cmd.Dir = ws + "/repo"
 	cmd.Env = append([]string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + tmp}, gittest.Env()...)
 	cmd.Stdin = strings.NewReader("")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	o := strings.ReplaceAll(out.String(), ws, "/workspace")
-	return strings.ReplaceAll(o, tmp, "/tmp"), errb.String(), code
+	out, errs, code := runCmd(t, cmd)
+	o := strings.ReplaceAll(out, ws, "/workspace")
+	return strings.ReplaceAll(o, tmp, "/tmp"), errs, code
 }
 
 // gitPair is a store and a tmpfs copy of the same repository.

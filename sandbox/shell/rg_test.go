@@ -3,7 +3,6 @@ package shell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,18 +77,9 @@ func realRg(t testing.TB, base, script string) (string, string, int) {
 	cmd := exec.Command("bash", "-c", sc)
 	cmd.Dir = ws + "/repo"
 	cmd.Env = append([]string{"HOME=" + ws, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + tmp}, gittest.Env()...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	o := strings.ReplaceAll(strings.ReplaceAll(out.String(), ws, "/workspace"), tmp, "/tmp")
-	return o, strings.ReplaceAll(errb.String(), ws, "/workspace"), code
+	out, errs, code := runCmd(t, cmd)
+	o := strings.ReplaceAll(strings.ReplaceAll(out, ws, "/workspace"), tmp, "/tmp")
+	return o, strings.ReplaceAll(errs, ws, "/workspace"), code
 }
 
 func fastRg(t testing.TB, p *gitPair, script string) (string, string, int) {
