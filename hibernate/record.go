@@ -93,26 +93,7 @@ func (r *Record) Raise(loc Location, gen uint64) error {
 		return err
 	}
 	b, _ := json.Marshal(recordEntry{Location: loc.String(), Generation: gen})
-	tmp := r.file(loc) + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("image generations: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, r.file(loc))
-	}
-	if err == nil {
-		err = syncDir(r.dir)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := replaceFile(r.file(loc), append(b, '\n')); err != nil {
 		return fmt.Errorf("image generations: %w", err)
 	}
 	return nil

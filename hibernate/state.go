@@ -86,12 +86,22 @@ func WriteState(dir string, s *State) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, StateFile+".tmp")
+	if err := replaceFile(filepath.Join(dir, StateFile), append(b, '\n')); err != nil {
+		return fmt.Errorf("write %s: %w", StateFile, err)
+	}
+	return nil
+}
+
+// replaceFile puts data in place of the file at name (root's, 0600)
+// durably: written aside, synced, renamed over it, its directory synced.
+// A crash leaves the old file or the new, and maybe a .tmp beside it.
+func replaceFile(name string, data []byte) error {
+	tmp := name + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(b, '\n'))
+	_, err = f.Write(data)
 	if serr := f.Sync(); err == nil {
 		err = serr
 	}
@@ -99,13 +109,13 @@ func WriteState(dir string, s *State) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, StateFile))
+		err = os.Rename(tmp, name)
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", StateFile, err)
+		return err
 	}
-	return syncDir(dir)
+	return syncDir(filepath.Dir(name))
 }
 
 // NewState returns the state of a store that has none: new ids.
