@@ -597,32 +597,13 @@ func placeCutDB(src, dst string, p markerPos) error {
 		} else if n < p.num {
 			err = os.Link(from, to)
 		} else if n == p.num {
-			err = copyPrefix(from, to, p.off)
+			err = copyFile(from, to, p.off, false)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// copyPrefix copies the first n bytes of the file from to the new file to
-// (in the kernel: copy_file_range).
-func copyPrefix(from, to string, n int64) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.CopyN(out, in, n)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // newRecordReader calls record.NewReader, whose log number has a type of

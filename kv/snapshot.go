@@ -639,7 +639,7 @@ func linkTree(src, dst string) error {
 			if sub == "blobs" || strings.HasSuffix(e.Name(), ".sst") || strings.HasSuffix(e.Name(), ".blob") {
 				err = linkOrCopy(from, to)
 			} else {
-				err = copyFile(from, to)
+				err = copyFile(from, to, -1, true)
 			}
 			if err != nil {
 				return err
@@ -667,7 +667,10 @@ func linkOrCopy(from, to string) error {
 	return copyBlobFile(f, to, true)
 }
 
-func copyFile(from, to string) error {
+// copyFile copies the first n bytes of the file from (all of it when n
+// is negative) to the new file to, and syncs it if sync is set (a
+// checkpoint's log prefixes are synced later, in one pass).
+func copyFile(from, to string, n int64, sync bool) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
@@ -677,8 +680,12 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, in)
-	if err == nil {
+	if n < 0 {
+		_, err = io.Copy(out, in)
+	} else {
+		_, err = io.CopyN(out, in, n)
+	}
+	if err == nil && sync {
 		err = out.Sync()
 	}
 	if cerr := out.Close(); err == nil {
