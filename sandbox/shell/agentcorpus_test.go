@@ -3,7 +3,6 @@ package shell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -181,17 +180,9 @@ func bashRunBoth(t testing.TB, command string) (stdout, stderr string, code int)
 		}
 	}
 	cmd.Stdin = nil // /dev/null, as the sandbox has it when a call gives no stdin (exec.go)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	out, errs, code := runCmd(t, cmd)
 	back := func(s string) string {
 		return strings.ReplaceAll(strings.ReplaceAll(s, ws, "/workspace"), tmp, "/tmp")
 	}
-	return back(out.String()), back(errb.String()), code
+	return back(out), back(errs), code
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -47,16 +46,10 @@ func TestTreeMatchesTree(t *testing.T) {
 		cmd := exec.Command("bash", "-c", form)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8")
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
+		stdout, stderr, code := runCmd(t, cmd)
 		got, gotErr, gotCode := sh(t, s, form)
-		if got != stdout.String() || gotErr != stderr.String() || gotCode != code {
-			t.Errorf("%s:\n--- fast path (%d):\n%s%s--- tree (%d):\n%s%s", form, gotCode, got, gotErr, code, stdout.String(), stderr.String())
+		if got != stdout || gotErr != stderr || gotCode != code {
+			t.Errorf("%s:\n--- fast path (%d):\n%s%s--- tree (%d):\n%s%s", form, gotCode, got, gotErr, code, stdout, stderr)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package shell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -100,17 +99,8 @@ func bashRun(t testing.TB, command string) (string, int) {
 	defer remove()
 	cmd := bashCommand(ws, tmp, command)
 	cmd.Stdin = strings.NewReader("")
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(out.String(), ws, "/workspace")
+	out, _, code := runCmd(t, cmd)
+	s := strings.ReplaceAll(out, ws, "/workspace")
 	s = strings.ReplaceAll(s, tmp, "/tmp")
 	return s, code
 }

@@ -3,7 +3,6 @@ package shell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -265,24 +264,15 @@ func TestGitOnTheMount(t *testing.T) {
 		cmd.Dir = mp + "/repo"
 		cmd.Env = append([]string{"HOME=/nonexistent", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC"}, gittest.Env()...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: rtAgent, Gid: rtAgent, Groups: []uint32{}}}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		wcode := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			wcode = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		out, errb, wcode := runCmd(t, cmd)
 		var fout, ferr bytes.Buffer
 		res, err := s.Exec(context.Background(), script, ExecOptions{Cwd: "/workspace/repo", Env: gitIdentity(),
 			Stdout: &fout, Stderr: &ferr, Timeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fout.String() != out.String() || res.ExitCode != wcode || sortedLines(ferr.String()) != sortedLines(errb.String()) {
-			t.Errorf("%s\n--- fast path status %d, stderr:\n%s--- git on the mount status %d, stderr:\n%s%s", script, res.ExitCode, ferr.String(), wcode, errb.String(), firstDiff(fout.String(), out.String()))
+		if fout.String() != out || res.ExitCode != wcode || sortedLines(ferr.String()) != sortedLines(errb) {
+			t.Errorf("%s\n--- fast path status %d, stderr:\n%s--- git on the mount status %d, stderr:\n%s%s", script, res.ExitCode, ferr.String(), wcode, errb, firstDiff(fout.String(), out))
 		}
 		if strings.Contains(fout.String()+ferr.String(), "leak-name") || strings.Contains(fout.String()+ferr.String(), "hidden-name") {
 			t.Errorf("%s: named what the agent cannot list:\n%s%s", script, fout.String(), ferr.String())

@@ -1,8 +1,6 @@
 package shell
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -66,17 +64,9 @@ func TestJqLike16(t *testing.T) {
 		out, errs, code := sh(t, s, cmdline)
 		c := exec.Command("bash", "-c", cmdline)
 		c.Dir = dir
-		var o, e bytes.Buffer
-		c.Stdout, c.Stderr = &o, &e
-		want := 0
-		var ee *exec.ExitError
-		if err := c.Run(); errors.As(err, &ee) {
-			want = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if out != o.String() || errs != e.String() || code != want {
-			t.Errorf("%s < %q\n fast path %d: %q %q\n jq 1.6    %d: %q %q", cmdline, r.input, code, out, errs, want, o.String(), e.String())
+		o, e, want := runCmd(t, c)
+		if out != o || errs != e || code != want {
+			t.Errorf("%s < %q\n fast path %d: %q %q\n jq 1.6    %d: %q %q", cmdline, r.input, code, out, errs, want, o, e)
 			continue
 		}
 		same++

@@ -3,7 +3,6 @@ package shell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,19 +56,10 @@ func compareGNU(t *testing.T, cases []gnuCase) {
 		b.Dir = dir
 		b.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "TMPDIR=" + dir}
 		b.Stdin = strings.NewReader(tc.stdin)
-		var bout, berr bytes.Buffer
-		b.Stdout, b.Stderr = &bout, &berr
-		code := 0
-		if err := b.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				t.Fatal(err)
-			}
-			code = ee.ExitCode()
-		}
-		if out.String() != bout.String() || errb.String() != berr.String() || res.ExitCode != code {
+		bout, berr, code := runCmd(t, b)
+		if out.String() != bout || errb.String() != berr || res.ExitCode != code {
 			t.Errorf("%s:\n--- fast path (status %d):\n%s--- stderr:\n%s--- bash (status %d):\n%s--- stderr:\n%s",
-				tc.cmd, res.ExitCode, out.String(), errb.String(), code, bout.String(), berr.String())
+				tc.cmd, res.ExitCode, out.String(), errb.String(), code, bout, berr)
 			continue
 		}
 		// the files left behind
